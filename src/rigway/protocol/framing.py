@@ -1,0 +1,50 @@
+"""Frames on the host link.
+
+A text frame is one JSON object. A binary frame carries a JSON header and raw bytes
+(a JPEG, never base64): 4 bytes big-endian header length, the UTF-8 JSON header, then
+the payload. Both kinds decode to `(header, payload)`; payload is `b""` for text frames.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+_HEADER_LENGTH = struct.Struct(">I")
+MAX_HEADER_BYTES = 1 << 20
+
+
+class FramingError(ValueError):
+    """A frame that cannot be decoded; the link closes on it."""
+
+
+def encode_text(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"), allow_nan=False)
+
+
+def encode_binary(message: dict[str, Any], payload: bytes) -> bytes:
+    header = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    return _HEADER_LENGTH.pack(len(header)) + header + payload
+
+
+def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], bytes]:
+    if isinstance(frame, str):
+        return _load_object(frame), b""
+    if len(frame) < _HEADER_LENGTH.size:
+        raise FramingError("binary frame shorter than its length prefix")
+    (header_length,) = _HEADER_LENGTH.unpack_from(frame)
+    end = _HEADER_LENGTH.size + header_length
+    if header_length > MAX_HEADER_BYTES or end > len(frame):
+        raise FramingError("binary frame header length out of range")
+    return _load_object(frame[_HEADER_LENGTH.size : end].decode()), bytes(frame[end:])
+
+
+def _load_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FramingError(f"frame is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise FramingError("frame is not a JSON object")
+    return value

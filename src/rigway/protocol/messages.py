@@ -1,0 +1,81 @@
+"""Message shapes of the host link, version 1.
+
+Envelopes (field `t`):
+- `hello` (agent → gateway, first frame) and `welcome` (the gateway's answer);
+- `req` / `res`: a request with an `id`, an operation name `op` (`topic/verb`), a
+  relative deadline and a body; the reply carries the same `id`. Either side may send
+  requests: the gateway asks for screens and input, the agent reports owner kills.
+- `ping` / `pong`: heartbeats, sent by both sides.
+
+Operation bodies live in `rigway.protocol.ops`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PROTOCOL_VERSION = 1
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Hello(_Message):
+    t: Literal["hello"] = "hello"
+    protocol: int
+    agent_version: str = Field(max_length=64)
+    os: str = Field(default="", max_length=128)
+    gpu: str = Field(default="", max_length=128)
+    backend: str = Field(default="", max_length=32)
+    capture_mode: str = Field(default="", max_length=32)
+    native_width: int = Field(ge=1, le=65535)
+    native_height: int = Field(ge=1, le=65535)
+    mac: str | None = Field(default=None, max_length=17)
+    lan: str | None = Field(default=None, max_length=64)
+    # Sessions the agent still holds from before a reconnect, so the gateway can
+    # tell it which of them ended while it was away.
+    open_session_ids: list[str] = Field(default_factory=list, max_length=16)
+
+
+class Welcome(_Message):
+    t: Literal["welcome"] = "welcome"
+    protocol: int = PROTOCOL_VERSION
+    rig_id: str
+    heartbeat_interval_s: float
+    # Sessions the agent reported that are no longer active on the gateway: the agent
+    # ends them locally (safety restore) right away.
+    ended_session_ids: list[str] = Field(default_factory=list)
+
+
+class Request(_Message):
+    t: Literal["req"] = "req"
+    id: str
+    op: str
+    deadline_ms: int = Field(ge=1)
+    body: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReplyError(_Message):
+    code: str
+    detail: str = ""
+
+
+class Reply(_Message):
+    t: Literal["res"] = "res"
+    id: str
+    ok: bool
+    body: dict[str, Any] = Field(default_factory=dict)
+    error: ReplyError | None = None
+
+
+class Ping(_Message):
+    t: Literal["ping"] = "ping"
+    sent_at: float
+
+
+class Pong(_Message):
+    t: Literal["pong"] = "pong"
+    sent_at: float

@@ -1,0 +1,182 @@
+"""Operation names and bodies carried by `req`/`res` envelopes.
+
+Gateway → agent operations take a `session_id`: the agent refuses a request for a
+session it is not running (`session_mismatch`), so a late reply can never act on the
+next session of the rig.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Gateway → agent
+SESSION_START = "session/start"
+SESSION_END = "session/end"
+SCREEN_CAPTURE = "screen/capture"
+SCREEN_DIRTY = "screen/dirty"
+A11Y_TARGETS = "a11y/targets"
+INPUT_BATCH = "input/batch"
+APP_LAUNCH = "app/launch"
+APP_KILL = "app/kill"
+# Agent → gateway
+SESSION_OWNER_KILL = "session/owner_kill"
+
+# Error codes an agent puts in a failed reply.
+ERROR_INVALID_REQUEST = "invalid_request"
+ERROR_SESSION_MISMATCH = "session_mismatch"
+ERROR_APP_NOT_FOUND = "app_not_found"
+ERROR_HOST = "host_error"
+ERROR_UNKNOWN_OP = "unknown_op"
+
+MASKED_VALUE = "[redacted]"
+
+Coordinate = Annotated[int, Field(ge=0, le=65535)]
+Extent = Annotated[int, Field(ge=1, le=65535)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Region(_Body):
+    x: Coordinate
+    y: Coordinate
+    w: Extent
+    h: Extent
+
+
+class SessionStart(_Body):
+    session_id: str
+    mode: Literal["desktop", "app"] = "desktop"
+
+
+class SessionStarted(_Body):
+    native_width: int
+    native_height: int
+    capture_mode: str
+
+
+class SessionEnd(_Body):
+    session_id: str
+    reason: str
+
+
+class SessionEnded(_Body):
+    released_inputs: list[str] = Field(default_factory=list)
+    killed_pids: list[int] = Field(default_factory=list)
+
+
+class ScreenCapture(_Body):
+    session_id: str
+    quality: int = Field(default=85, ge=40, le=100)
+    max_width: int | None = Field(default=None, ge=16, le=16384)
+    region: Region | None = None
+    mark: bool = False
+
+
+class ScreenCaptured(_Body):
+    """Reply body; the JPEG bytes ride in the same binary frame."""
+
+    width: int
+    height: int
+    native_width: int
+    native_height: int
+    host_jpeg_ms: float
+    cached: bool
+    marked: bool
+
+
+class ScreenDirty(_Body):
+    session_id: str
+
+
+class DirtyRects(_Body):
+    width: int
+    height: int
+    available: bool
+    capture_mode: str
+    rects: list[tuple[int, int, int, int]]
+
+
+class A11yTargets(_Body):
+    session_id: str
+
+
+class Target(_Body):
+    id: str
+    x: int
+    y: int
+    w: int
+    h: int
+    role: str
+    name: str
+    source: Literal["uia", "cv", "grid", "client"] = "uia"
+    focused: bool = False
+    masked: bool = False
+    value: str | None = None
+
+
+class TargetSnapshot(_Body):
+    width: int
+    height: int
+    window_title: str
+    window_role: str
+    targets: list[Target]
+    truncated: bool
+    host_uia_ms: float
+
+
+class InputEvent(_Body):
+    """One validated input event (the gateway validated it whole before sending)."""
+
+    type: Literal[
+        "mouse_move",
+        "mouse_click",
+        "mouse_scroll",
+        "key_press",
+        "key_down",
+        "key_up",
+        "type_text",
+    ]
+    x: int | None = None
+    y: int | None = None
+    button: Literal["left", "right", "middle"] | None = None
+    dx: int | None = None
+    dy: int | None = None
+    key: str | None = None
+    text: str | None = None
+    delay_ms: int = 0
+
+
+class InputBatch(_Body):
+    session_id: str
+    events: list[InputEvent] = Field(min_length=1, max_length=100)
+
+
+class InputDone(_Body):
+    count: int
+
+
+class AppLaunch(_Body):
+    session_id: str
+    path: str = Field(min_length=1, max_length=4096)
+    args: list[str] = Field(default_factory=list, max_length=64)
+
+
+class AppLaunched(_Body):
+    pid: int
+
+
+class AppKill(_Body):
+    session_id: str
+    pid: int | None = None
+
+
+class AppsKilled(_Body):
+    killed: list[int]
+
+
+class OwnerKill(_Body):
+    session_id: str | None = None
