@@ -83,10 +83,7 @@ def parse_chord(chord: str) -> list[str]:
     """`ctrl+shift+s` → ["ctrl", "shift", "s"]; a lone `+` is the plus key."""
     if chord == "+":
         return ["+"]
-    if chord.endswith("++"):
-        parts = [*chord[:-2].split("+"), "+"]
-    else:
-        parts = chord.split("+")
+    parts = [*chord[:-2].split("+"), "+"] if chord.endswith("++") else chord.split("+")
     if any(part == "" for part in parts):
         raise UnknownKeyError(chord)
     return [canonical_key(part) for part in parts]

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages the test suite needs: the X11 desktop stack (Xvfb, a window manager,
+# AT-SPI, real GTK applications) and Debian's Chromium for browser tests.
+set -euo pipefail
+packages=(
+  xvfb openbox dbus dbus-x11 at-spi2-core gtk-3-examples zenity xterm
+  x11-utils x11-xserver-utils xdotool scrot fonts-dejavu-core
+  chromium
+)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,1 @@
+"""The Rigway host agent: link, dispatch, safety and desktop backends."""

@@ -1,0 +1,1 @@
+"""Desktop backends: one module (or package) per platform behind `base.Desktop`."""

@@ -1,0 +1,130 @@
+"""The `Desktop` protocol: what a platform backend gives the host agent.
+
+A backend is only the platform: capture, damage, input primitives, the accessibility
+snapshot and window bookkeeping. Everything shared (the link, dispatch, JPEG encoding,
+the last-frame cache, dirty-rect accumulation, held-input tracking, launched-process
+tracking, redaction) lives outside `backends/` and works the same for every backend.
+
+Threading contract: the agent calls a backend from three worker threads, never the
+event loop: one for input (`move_pointer` … `type_text`, in order), one for the screen
+(`grab`, `poll_damage`), one for accessibility (`snapshot_accessibility`). A backend
+must be safe under that split (e.g. one X connection per thread) but need not be
+re-entrant within one role. `close` is called once, after the workers stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+MouseButton = Literal["left", "right", "middle"]
+
+# BGRA pixels, shape (height, width, 4), dtype uint8, C-contiguous.
+Pixels = npt.NDArray[np.uint8]
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    x: int
+    y: int
+    w: int
+    h: int
+
+    def as_list(self) -> tuple[int, int, int, int]:
+        return (self.x, self.y, self.w, self.h)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessibleElement:
+    """One interactive control of the focused window, in native screen pixels.
+
+    `key` is the control's runtime identity (e.g. an AT-SPI object path, a UIA
+    RuntimeId); the agent hashes it into the public stable target id. `masked` is
+    decided by the backend from the platform's own password flag; a masked element's
+    `value` must be None (the backend never reads a password's text).
+    """
+
+    key: str
+    role: str
+    name: str
+    x: int
+    y: int
+    w: int
+    h: int
+    focused: bool = False
+    masked: bool = False
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AccessibilitySnapshot:
+    window_title: str
+    window_role: str
+    elements: list[AccessibleElement] = field(default_factory=list)
+    # True when the walk stopped at the budget (element cap or deadline).
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WalkBudget:
+    max_elements: int = 500
+    deadline_s: float = 1.5
+
+
+@runtime_checkable
+class Desktop(Protocol):
+    """A platform desktop. Coordinates are native capture pixels, origin top-left."""
+
+    # e.g. "sim", "x11-damage", "dxgi", "gdi": reported as the session's capture_mode.
+    capture_mode: str
+    # False when the platform cannot report damage (a GDI fallback): dirty reads say
+    # `available: false` and every screenshot captures afresh.
+    has_damage: bool
+
+    def native_size(self) -> tuple[int, int]:
+        """(width, height) of the desktop in native pixels."""
+        ...
+
+    def grab(self) -> Pixels:
+        """A fresh full-desktop capture, BGRA (height, width, 4)."""
+        ...
+
+    def poll_damage(self) -> list[Rect]:
+        """Rectangles that changed since the previous call (each call consumes them).
+
+        Clipped to the desktop; may overlap. Backends without damage return [].
+        """
+        ...
+
+    def move_pointer(self, x: int, y: int) -> None: ...
+
+    def set_button(self, button: MouseButton, down: bool) -> None: ...
+
+    def scroll(self, dx: int, dy: int) -> None:
+        """Wheel notches at the pointer: dy < 0 scrolls down, dx > 0 scrolls right."""
+        ...
+
+    def set_key(self, key: str, down: bool) -> None:
+        """Press or release one canonical key name (`rigway.protocol.keys`)."""
+        ...
+
+    def type_text(self, text: str) -> None:
+        """Type any Unicode text as text (not key names), in order."""
+        ...
+
+    def snapshot_accessibility(self, budget: WalkBudget) -> AccessibilitySnapshot:
+        """Interactive controls of the focused window, within the budget; never hangs."""
+        ...
+
+    def list_windows(self) -> frozenset[int]:
+        """Ids of the top-level windows now open (a baseline for the safety restore)."""
+        ...
+
+    def close_windows(self, window_ids: frozenset[int]) -> None:
+        """Close these top-level windows politely, then by force."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,147 @@
+"""Top-level windows through EWMH: the baseline list and closing what appeared since.
+
+Closing escalates: `_NET_CLOSE_WINDOW` (the window manager sends WM_DELETE_WINDOW, so an
+app may still ask "save changes?"), then, after a grace period, the owner process is
+terminated (its pid from X-Resource, which the server knows even without `_NET_WM_PID`),
+and last `XKillClient`, which drops the owner's X connection.
+
+An owner that also has windows *outside* the set (a user's editor that opened one new
+dialog) is never killed: that would take the user's own windows with it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from contextlib import suppress
+from typing import Any
+
+import psutil
+from Xlib import X, display, error, protocol
+from Xlib.ext import res as xres
+
+CLOSE_GRACE_S = 2.0
+KILL_GRACE_S = 1.0
+POLL_INTERVAL_S = 0.05
+# _NET_CLOSE_WINDOW source indication 2: a pager or other direct user action.
+SOURCE_PAGER = 2
+
+
+def window_owner_pid(conn: Any, window_id: int) -> int | None:
+    """Pid of the local process that created a window, or None when unknown."""
+    if conn.has_extension("X-Resource"):
+        with suppress(error.XError):
+            spec = {"client": window_id, "mask": xres.LocalClientPIDMask}
+            for client_id in conn.res_query_client_ids([spec]).ids:
+                if client_id.spec.mask & xres.LocalClientPIDMask and len(client_id.value) > 0:
+                    return int(client_id.value[0])
+    # _NET_WM_PID is only meaningful when the client runs on this machine.
+    window = conn.create_resource_object("window", window_id)
+    with suppress(error.XError):
+        machine = window.get_full_property(conn.intern_atom("WM_CLIENT_MACHINE"), X.AnyPropertyType)
+        pid = window.get_full_property(conn.intern_atom("_NET_WM_PID"), X.AnyPropertyType)
+        if pid is not None and machine is not None and _is_this_host(machine.value):
+            return int(pid.value[0])
+    return None
+
+
+def _is_this_host(value: bytes | str) -> bool:
+    name = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+    return name.rstrip("\0") in {socket.gethostname(), socket.getfqdn()}
+
+
+class X11Windows:
+    """Window bookkeeping with its own X connection, guarded by a lock (any thread)."""
+
+    def __init__(self, display_name: str) -> None:
+        self._display_name = display_name
+        self._lock = threading.Lock()
+        self._conn: Any = None
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn = display.Display(self._display_name)
+        return self._conn
+
+    def list_windows(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._clients())
+
+    def _clients(self) -> list[int]:
+        conn = self._connection()
+        prop = conn.screen().root.get_full_property(
+            conn.intern_atom("_NET_CLIENT_LIST"), X.AnyPropertyType
+        )
+        return [] if prop is None else [int(w) for w in prop.value]
+
+    def close_windows(self, window_ids: frozenset[int]) -> None:
+        with self._lock:
+            targets = [w for w in self._clients() if w in window_ids]
+            if not targets:
+                return
+            owners = {w: window_owner_pid(self._conn, w) for w in targets}
+            for window_id in targets:
+                self._request_close(window_id)
+            left = self._wait_gone(targets, CLOSE_GRACE_S)
+            killable = self._killable_pids(left, owners, window_ids)
+            if killable:
+                _terminate(killable)
+                left = self._wait_gone(left, KILL_GRACE_S)
+            for window_id in left:
+                if owners[window_id] in killable or owners[window_id] is None:
+                    with suppress(error.XError):
+                        self._conn.kill_client(window_id)
+            self._conn.sync()
+
+    def _request_close(self, window_id: int) -> None:
+        conn = self._conn
+        event = protocol.event.ClientMessage(
+            window=conn.create_resource_object("window", window_id),
+            client_type=conn.intern_atom("_NET_CLOSE_WINDOW"),
+            data=(32, [X.CurrentTime, SOURCE_PAGER, 0, 0, 0]),
+        )
+        mask = X.SubstructureRedirectMask | X.SubstructureNotifyMask
+        conn.screen().root.send_event(event, event_mask=mask)
+        conn.flush()
+
+    def _wait_gone(self, window_ids: list[int], timeout_s: float) -> list[int]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            present = set(self._clients())
+            left = [w for w in window_ids if w in present]
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(POLL_INTERVAL_S)
+
+    def _killable_pids(
+        self, left: list[int], owners: dict[int, int | None], closing: frozenset[int]
+    ) -> set[int]:
+        pids = {owners[w] for w in left} - {None, 0, 1, os.getpid()}
+        # An owner of a window we keep is spared (see the module docstring).
+        for other in self._clients():
+            if other not in closing:
+                pids.discard(window_owner_pid(self._conn, other))
+        return {pid for pid in pids if pid is not None}
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with suppress(error.ConnectionClosedError, OSError):
+                    conn.close()
+
+
+def _terminate(pids: Iterable[int]) -> None:
+    procs = []
+    for pid in pids:
+        with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc = psutil.Process(pid)
+            proc.terminate()
+            procs.append(proc)
+    _, alive = psutil.wait_procs(procs, timeout=KILL_GRACE_S)
+    for proc in alive:
+        with suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            proc.kill()

@@ -1,0 +1,313 @@
+"""Gateway → agent operations: parse, check the session, run, answer.
+
+`Dispatcher.handle(op, body)` returns `(reply_body, jpeg_or_None)` or raises
+`HostOpError(code, detail)`; the link turns either into a `res` frame. Errors:
+
+    HostOpError
+      invalid_request   the body does not parse, a region outside the desktop, a path
+                        that cannot start (LaunchError)
+      session_mismatch  the op names a session this agent is not running
+      app_not_found     app/kill of a pid this session did not launch
+      host_error        anything that failed on the host (an input event, the backend)
+      unknown_op        an op this agent does not know
+
+One session at a time. Session start and end (and the local ends after a lost link)
+run as tasks shielded from the caller's cancellation and serialised by a lock: a
+safety restore must never stop half-way because a request was abandoned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
+from rigway.agent.backends.base import Desktop, Rect
+from rigway.agent.imaging import Mark
+from rigway.agent.input_runner import InputEventError, InputInterruptedError, run_batch
+from rigway.agent.safety import InputGuard
+from rigway.agent.screen import CaptureParams, RegionOutsideDesktopError, ScreenService
+from rigway.protocol import ops
+
+__all__ = ["ORDERED_OPS", "Dispatcher", "HostOpError"]
+
+_log = logging.getLogger(__name__)
+
+# Ops of one session that must run one after another in arrival order (the link runs
+# them through a per-session lane); everything else may run concurrently.
+ORDERED_OPS: frozenset[str] = frozenset({ops.INPUT_BATCH, ops.APP_LAUNCH, ops.APP_KILL})
+
+Reply = tuple[dict[str, Any], bytes | None]
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+_T = TypeVar("_T")
+
+
+class HostOpError(Exception):
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class _Session:
+    session_id: str
+    mode: str
+    # Top-level windows open at start; None when they could not be listed, and then
+    # the restore closes no window rather than guess.
+    window_baseline: frozenset[int] | None
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        desktop: Desktop,
+        screen: ScreenService,
+        accessibility: AccessibilityService,
+        guard: InputGuard,
+        apps: AppTracker,
+        *,
+        input_executor: Executor | None = None,
+    ) -> None:
+        """`input_executor` is the backend's input thread (one worker); the guard is
+        confined to it. Without one the dispatcher owns a private one (see `close`)."""
+        self._desktop = desktop
+        self._screen = screen
+        self._accessibility = accessibility
+        self._guard = guard
+        self._apps = apps
+        self._owns_input_executor = input_executor is None
+        self._input_executor: Executor = (
+            ThreadPoolExecutor(1, thread_name_prefix="rigway-input")
+            if input_executor is None
+            else input_executor
+        )
+        self._session: _Session | None = None
+        self._lifecycle_lock = asyncio.Lock()
+        self._lifecycle_tasks: set[asyncio.Task[Any]] = set()
+        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Reply]]] = {
+            ops.SESSION_START: self._session_start,
+            ops.SESSION_END: self._session_end,
+            ops.SCREEN_CAPTURE: self._screen_capture,
+            ops.SCREEN_DIRTY: self._screen_dirty,
+            ops.A11Y_TARGETS: self._a11y_targets,
+            ops.INPUT_BATCH: self._input_batch,
+            ops.APP_LAUNCH: self._app_launch,
+            ops.APP_KILL: self._app_kill,
+        }
+
+    @property
+    def active_session_id(self) -> str | None:
+        return None if self._session is None else self._session.session_id
+
+    async def handle(self, op: str, body: dict[str, Any]) -> Reply:
+        handler = self._handlers.get(op)
+        if handler is None:
+            raise HostOpError(ops.ERROR_UNKNOWN_OP, f"unknown op {op!r}")
+        try:
+            return await handler(body)
+        except HostOpError:
+            raise
+        except Exception as exc:
+            _log.exception("%s failed", op)
+            raise HostOpError(ops.ERROR_HOST, f"{op} failed: {type(exc).__name__}: {exc}") from exc
+
+    def on_link_lost(self) -> asyncio.Future[list[str]]:
+        """Stop any running batch and release held input at once; the session (apps,
+        windows) survives until the grace period ends or the gateway says it ended."""
+        self._guard.interrupt()
+        return asyncio.wrap_future(self._input_executor.submit(self._guard.release_all))
+
+    async def end_local_session(self, reason: str, session_id: str | None = None) -> bool:
+        """Safety restore without the gateway (link gone past the grace, or `welcome`
+        listed it as ended). Only `session_id` when given; True when one ended."""
+
+        async def end() -> bool:
+            async with self._lifecycle_lock:
+                session = self._session
+                if session is None or session_id not in (None, session.session_id):
+                    return False
+                await self._end_locked(reason)
+                return True
+
+        return await self._shielded(end())
+
+    async def close(self) -> None:
+        """Wait for restores in progress; shut the input worker down if it is ours."""
+        if self._lifecycle_tasks:
+            await asyncio.gather(*self._lifecycle_tasks, return_exceptions=True)
+        if self._owns_input_executor:
+            self._input_executor.shutdown(wait=True)
+
+    # ---- session lifecycle ---------------------------------------------------------
+
+    async def _session_start(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.SessionStart, body)
+
+        async def start() -> ops.SessionStarted:
+            async with self._lifecycle_lock:
+                current = self._session
+                if current is not None and current.session_id != request.session_id:
+                    # The gateway moved on (e.g. our end reply was lost): restore first.
+                    await self._end_locked("replaced")
+                if self._session is None:
+                    baseline = await self._list_windows()
+                    await self._screen.reset()
+                    self._session = _Session(request.session_id, request.mode, baseline)
+                width, height = await self._screen.native_size()
+                return ops.SessionStarted(
+                    native_width=width,
+                    native_height=height,
+                    capture_mode=self._desktop.capture_mode,
+                )
+
+        return (await self._shielded(start())).model_dump(), None
+
+    async def _session_end(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.SessionEnd, body)
+
+        async def end() -> ops.SessionEnded:
+            async with self._lifecycle_lock:
+                session = self._session
+                # Idempotent: ending a session that is not running is already done.
+                if session is None or session.session_id != request.session_id:
+                    return ops.SessionEnded()
+                return await self._end_locked(request.reason)
+
+        return (await self._shielded(end())).model_dump(), None
+
+    async def _end_locked(self, reason: str) -> ops.SessionEnded:
+        session, self._session = self._session, None
+        assert session is not None
+        _log.info("ending session %s (%s)", session.session_id, reason)
+        self._guard.interrupt()
+        released = await self._in_input_worker(self._guard.release_all)
+        killed = await self._best_effort("kill launched apps", self._apps.kill_all, [])
+        await self._close_new_windows(session.window_baseline)
+        return ops.SessionEnded(released_inputs=released, killed_pids=killed)
+
+    async def _list_windows(self) -> frozenset[int] | None:
+        return await self._best_effort("list windows", self._desktop.list_windows, None)
+
+    async def _close_new_windows(self, baseline: frozenset[int] | None) -> None:
+        if baseline is None:
+            return
+        now = await self._list_windows()
+        if now is None or not (now - baseline):
+            return
+        await self._best_effort("close windows", partial(self._desktop.close_windows, now - baseline), None)
+
+    async def _best_effort(self, what: str, fn: Callable[[], _T], default: _T) -> _T:
+        # A restore step that fails must not stop the steps after it.
+        try:
+            return await asyncio.to_thread(fn)
+        except Exception:
+            _log.exception("session restore: could not %s", what)
+            return default
+
+    async def _shielded(self, work: Awaitable[_T]) -> _T:
+        task = asyncio.ensure_future(work)
+        self._lifecycle_tasks.add(task)
+        task.add_done_callback(self._lifecycle_tasks.discard)
+        return await asyncio.shield(task)
+
+    def _require_session(self, session_id: str) -> None:
+        active = self.active_session_id
+        if active is None:
+            raise HostOpError(ops.ERROR_SESSION_MISMATCH, f"no session is running; got {session_id}")
+        if session_id != active:
+            raise HostOpError(ops.ERROR_SESSION_MISMATCH, f"session {session_id} is not running here")
+
+    # ---- screen and targets ----------------------------------------------------------
+
+    async def _screen_capture(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.ScreenCapture, body)
+        self._require_session(request.session_id)
+        marks = await self._current_marks() if request.mark else ()
+        region = request.region
+        params = CaptureParams(
+            quality=request.quality,
+            max_width=request.max_width,
+            region=None if region is None else Rect(region.x, region.y, region.w, region.h),
+            marks=marks,
+        )
+        try:
+            frame = await self._screen.capture(params)
+        except RegionOutsideDesktopError as exc:
+            raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
+        return frame.reply_body().model_dump(), frame.jpeg
+
+    async def _current_marks(self) -> tuple[Mark, ...]:
+        try:
+            snapshot = await self._accessibility.snapshot()
+        except Exception:
+            # An image without marks (`marked: false`) beats no image at all.
+            _log.warning("accessibility walk failed; capturing without marks", exc_info=True)
+            return ()
+        return tuple(Mark(t.id, t.x, t.y, t.w, t.h) for t in snapshot.targets)
+
+    async def _screen_dirty(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.ScreenDirty, body)
+        self._require_session(request.session_id)
+        return (await self._screen.take_dirty()).model_dump(), None
+
+    async def _a11y_targets(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.A11yTargets, body)
+        self._require_session(request.session_id)
+        return (await self._accessibility.snapshot()).model_dump(), None
+
+    # ---- input and apps --------------------------------------------------------------
+
+    async def _input_batch(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.InputBatch, body)
+        self._require_session(request.session_id)
+        # Read now, on the loop: an interrupt after this point stops this batch even if
+        # it has not started on the worker yet.
+        epoch = self._guard.epoch
+        run = partial(run_batch, self._guard, request.events, epoch=epoch)
+        try:
+            count = await self._in_input_worker(run)
+        except (InputEventError, InputInterruptedError) as exc:
+            raise HostOpError(ops.ERROR_HOST, str(exc)) from exc
+        return ops.InputDone(count=count).model_dump(), None
+
+    async def _app_launch(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.AppLaunch, body)
+        self._require_session(request.session_id)
+        try:
+            pid = await asyncio.to_thread(self._apps.launch, request.path, request.args)
+        except LaunchError as exc:
+            raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
+        return ops.AppLaunched(pid=pid).model_dump(), None
+
+    async def _app_kill(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.AppKill, body)
+        self._require_session(request.session_id)
+        try:
+            killed = await asyncio.to_thread(self._apps.kill, request.pid)
+        except UnknownAppError as exc:
+            raise HostOpError(ops.ERROR_APP_NOT_FOUND, str(exc)) from exc
+        return ops.AppsKilled(killed=killed).model_dump(), None
+
+    async def _in_input_worker(self, fn: Callable[[], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._input_executor, fn)
+
+
+def _parse(model: type[_ModelT], body: dict[str, Any]) -> _ModelT:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'body'}: {error['msg']}"
+            for error in exc.errors()[:5]
+        )
+        raise HostOpError(ops.ERROR_INVALID_REQUEST, problems) from exc

@@ -1,0 +1,140 @@
+"""Runs one validated `input/batch` on the input worker thread, in order.
+
+Every press goes through the `InputGuard`, so what is held is always known. A chord
+(`key_press` of `ctrl+shift+s`) presses in order and releases in reverse, and releases
+what it pressed even when a press fails half-way. A failure stops the batch with an
+`InputEventError` naming the event's index; keys deliberately held by an earlier
+`key_down` stay held (the caller asked for that) until `key_up` or `release_all`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rigway.agent.backends.base import MouseButton
+from rigway.agent.safety import InputGuard
+from rigway.protocol import ops
+from rigway.protocol.keys import parse_chord
+
+__all__ = ["InputEventError", "InputInterruptedError", "run_batch"]
+
+
+class InputEventError(RuntimeError):
+    def __init__(self, index: int, event_type: str, cause: BaseException) -> None:
+        super().__init__(f"event {index} ({event_type}) failed: {cause}")
+        self.index = index
+        self.event_type = event_type
+
+
+class InputInterruptedError(RuntimeError):
+    """The session ended or the link dropped while the batch ran."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"input interrupted before event {index} (session ended or link lost)")
+        self.index = index
+
+
+def run_batch(guard: InputGuard, events: Sequence[ops.InputEvent], *, epoch: int) -> int:
+    """Run `events` in order; `epoch` is `guard.epoch` read when the batch was accepted."""
+    for index, event in enumerate(events):
+        if guard.is_interrupted(epoch):
+            raise InputInterruptedError(index)
+        try:
+            _HANDLERS[event.type](guard, event)
+        except Exception as exc:
+            raise InputEventError(index, event.type, exc) from exc
+        # The pause is the host-side delay the caller asked for after this event; it
+        # ends early on an interrupt so a dropped link never waits out a long batch.
+        if event.delay_ms > 0 and guard.wait_interrupted(event.delay_ms / 1000.0, epoch):
+            raise InputInterruptedError(index + 1)
+    return len(events)
+
+
+def _move_if_given(guard: InputGuard, event: ops.InputEvent) -> None:
+    if event.x is not None and event.y is not None:
+        guard.move_pointer(event.x, event.y)
+
+
+def _mouse_move(guard: InputGuard, event: ops.InputEvent) -> None:
+    if event.x is None or event.y is None:
+        raise ValueError("mouse_move needs x and y")
+    guard.move_pointer(event.x, event.y)
+
+
+def _mouse_click(guard: InputGuard, event: ops.InputEvent) -> None:
+    _move_if_given(guard, event)
+    button: MouseButton = "left" if event.button is None else event.button
+    try:
+        guard.button_down(button)
+    finally:
+        # Released even when the press failed half-way: the guard counted it as held.
+        guard.button_up(button)
+
+
+def _mouse_scroll(guard: InputGuard, event: ops.InputEvent) -> None:
+    _move_if_given(guard, event)
+    dx = 0 if event.dx is None else event.dx
+    dy = 0 if event.dy is None else event.dy
+    guard.scroll(dx, dy)
+
+
+def _chord(event: ops.InputEvent) -> list[str]:
+    if event.key is None:
+        raise ValueError(f"{event.type} needs key")
+    return parse_chord(event.key)
+
+
+def _key_press(guard: InputGuard, event: ops.InputEvent) -> None:
+    keys = _chord(event)
+    pressed: list[str] = []
+    press_error: Exception | None = None
+    try:
+        for key in keys:
+            # Appended first: a press that raised may still have gone down.
+            pressed.append(key)
+            guard.key_down(key)
+    except Exception as exc:
+        press_error = exc
+    release_error = _release_keys(guard, pressed)
+    if press_error is not None:
+        raise press_error
+    if release_error is not None:
+        raise release_error
+
+
+def _release_keys(guard: InputGuard, keys: list[str]) -> Exception | None:
+    """Release in reverse order, every one attempted; the first failure is returned."""
+    first_error: Exception | None = None
+    for key in reversed(keys):
+        try:
+            guard.key_up(key)
+        except Exception as exc:
+            first_error = exc if first_error is None else first_error
+    return first_error
+
+
+def _key_down(guard: InputGuard, event: ops.InputEvent) -> None:
+    for key in _chord(event):
+        guard.key_down(key)
+
+
+def _key_up(guard: InputGuard, event: ops.InputEvent) -> None:
+    error = _release_keys(guard, _chord(event))
+    if error is not None:
+        raise error
+
+
+def _type_text(guard: InputGuard, event: ops.InputEvent) -> None:
+    if event.text:
+        guard.type_text(event.text)
+
+
+_HANDLERS: dict[str, Callable[[InputGuard, ops.InputEvent], None]] = {
+    "mouse_move": _mouse_move,
+    "mouse_click": _mouse_click,
+    "mouse_scroll": _mouse_scroll,
+    "key_press": _key_press,
+    "key_down": _key_down,
+    "key_up": _key_up,
+    "type_text": _type_text,
+}

@@ -1,0 +1,455 @@
+"""The agent's end of the host link: one outbound WebSocket, kept up (docs/protocol.md).
+
+Errors `run()` stops on (retrying could never help):
+
+    LinkFatalError
+      LinkAuthError       4401 or HTTP 401/403: the rig token is bad or revoked
+      LinkProtocolError   4400: the gateway does not speak this protocol version
+      LinkReplacedError   4409: another agent connected with this rig's token
+      LinkConfigError     the gateway URL is not a WebSocket URL
+
+`request()` raises `LinkUnavailableError` when there is no link (or it dropped), and
+`GatewayOpError` when the gateway answered `ok: false`.
+
+Everything else (refused connections, drops, timeouts, garbage) is retried with
+exponential backoff and jitter. Each request from the gateway runs in a task of its
+own, so the legs of an observe run concurrently; input batches and app ops of one
+session go through an ordered lane so they run in arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+from pydantic import ValidationError
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+
+from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
+from rigway.protocol import ops
+from rigway.protocol.framing import FramingError, decode_frame, encode_binary, encode_text
+from rigway.protocol.messages import Hello, Reply, Request, Welcome
+
+__all__ = [
+    "GatewayOpError",
+    "AgentLink",
+    "LinkAuthError",
+    "LinkConfigError",
+    "LinkFatalError",
+    "LinkProtocolError",
+    "LinkReplacedError",
+    "LinkUnavailableError",
+    "backoff_delay_s",
+]
+
+_log = logging.getLogger(__name__)
+
+CLOSE_BAD_TOKEN: Final = 4401
+CLOSE_PROTOCOL_UNSUPPORTED: Final = 4400
+CLOSE_REPLACED: Final = 4409
+# JPEGs of large desktops at q100 run to several MiB; the cap only guards against a
+# runaway peer.
+MAX_FRAME_BYTES: Final = 64 * 1024 * 1024
+# A peer silent for this many heartbeat intervals is presumed dead.
+SILENT_INTERVALS: Final = 3
+
+
+class LinkFatalError(Exception):
+    """The link stopped for a reason retrying cannot fix."""
+
+
+class LinkAuthError(LinkFatalError):
+    pass
+
+
+class LinkProtocolError(LinkFatalError):
+    pass
+
+
+class LinkReplacedError(LinkFatalError):
+    pass
+
+
+class LinkConfigError(LinkFatalError):
+    pass
+
+
+class LinkUnavailableError(ConnectionError):
+    """No link to the gateway right now."""
+
+
+class GatewayOpError(Exception):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+
+
+class _HandshakeError(Exception):
+    """The gateway did not answer hello with a welcome (retried)."""
+
+
+def backoff_delay_s(attempt: int, initial_s: float, max_s: float, rng: random.Random) -> float:
+    """Delay before reconnect `attempt` (0-based): doubling from `initial_s` up to `max_s`,
+    with "equal jitter" (half fixed, half random) so a gateway restart is not met by
+    every rig at the same instant, yet no rig retries in a tight loop."""
+    ceiling = min(max_s, initial_s * (2 ** min(attempt, 32)))
+    return ceiling / 2 + rng.uniform(0.0, ceiling / 2)
+
+
+class _Lanes:
+    """One FIFO lock per session id, dropped when nobody uses it."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            # asyncio.Lock wakes waiters in the order they queued: arrival order.
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+class AgentLink:
+    def __init__(
+        self,
+        url: str,
+        rig_token: str,
+        hello: Hello,
+        dispatcher: Dispatcher,
+        *,
+        heartbeat_interval_s: float = 5.0,
+        session_grace_s: float = 10.0,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        open_timeout_s: float = 10.0,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        rng: random.Random | None = None,
+    ) -> None:
+        """`url` is the full `ws(s)://…/v1/agent/connect` address. The gateway's
+        `welcome.heartbeat_interval_s` replaces `heartbeat_interval_s` once connected."""
+        self._url = url
+        self._rig_token = rig_token
+        self._hello = hello
+        self._dispatcher = dispatcher
+        self._heartbeat_interval_s = heartbeat_interval_s
+        self._session_grace_s = session_grace_s
+        self._backoff = (backoff_initial_s, backoff_max_s)
+        self._open_timeout_s = open_timeout_s
+        self._max_frame_bytes = max_frame_bytes
+        self._rng = rng if rng is not None else random.Random()  # noqa: S311 (jitter only)
+        self._stopping = asyncio.Event()
+        self._connected = asyncio.Event()
+        self._ws: ClientConnection | None = None
+        self._send_lock = asyncio.Lock()
+        self._lanes = _Lanes()
+        self._request_ids = itertools.count(1)
+        self._pending: dict[str, asyncio.Future[Reply]] = {}
+        self._request_tasks: set[asyncio.Task[None]] = set()
+        self._background: set[asyncio.Task[Any]] = set()
+        self._grace_task: asyncio.Task[None] | None = None
+        self._last_heard = 0.0
+        self.rig_id: str | None = None
+        self.connection_count = 0
+
+    @property
+    def is_connected(self) -> bool:
+        return self._connected.is_set()
+
+    async def wait_connected(self) -> None:
+        """Until the next (or current) welcome; wrap in asyncio.timeout."""
+        await self._connected.wait()
+
+    async def run(self) -> None:
+        """Connect, serve and reconnect until `stop()`; raises LinkFatalError."""
+        attempt = 0
+        try:
+            while not self._stopping.is_set():
+                count_before = self.connection_count
+                try:
+                    await self._connect_once()
+                except LinkFatalError:
+                    raise
+                except Exception as exc:
+                    _log.warning("host link to %s failed: %s", self._url, _describe(exc))
+                if self._stopping.is_set():
+                    break
+                attempt = 0 if self.connection_count > count_before else attempt + 1
+                delay_s = backoff_delay_s(attempt, *self._backoff, self._rng)
+                _log.info("reconnecting in %.1f s", delay_s)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), delay_s)
+        finally:
+            self._cancel_grace()
+            # Restores started by a welcome or a drop finish before run() returns.
+            if self._background:
+                await asyncio.gather(*self._background, return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Close the link and stop reconnecting; `run()` returns soon after."""
+        self._stopping.set()
+        ws = self._ws
+        if ws is not None:
+            await ws.close(1000, "agent stopping")
+
+    async def request(self, op: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Ask the gateway (e.g. `session/owner_kill`); the reply body on success."""
+        ws = self._ws
+        if ws is None or not self._connected.is_set():
+            raise LinkUnavailableError("not connected to the gateway")
+        request_id = f"a{next(self._request_ids)}"
+        reply_future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = reply_future
+        message = Request(id=request_id, op=op, deadline_ms=max(1, round(timeout_s * 1000)), body=body)
+        try:
+            await self._send(ws, message.model_dump())
+            reply = await asyncio.wait_for(reply_future, timeout_s)
+        except ConnectionClosed as exc:
+            raise LinkUnavailableError("the link dropped") from exc
+        finally:
+            self._pending.pop(request_id, None)
+        if not reply.ok:
+            error = reply.error
+            raise GatewayOpError(
+                "unknown" if error is None else error.code, "" if error is None else error.detail
+            )
+        return dict(reply.body)
+
+    # ---- one connection -------------------------------------------------------------
+
+    async def _connect_once(self) -> None:
+        try:
+            async with connect(
+                self._url,
+                additional_headers={"Authorization": f"Bearer {self._rig_token}"},
+                # Per-message deflate costs ~50 ms per JPEG for nothing (TECH-NOTES).
+                compression=None,
+                max_size=self._max_frame_bytes,
+                open_timeout=self._open_timeout_s,
+                # Liveness is the protocol's own ping/pong, which both sides count.
+                ping_interval=None,
+                close_timeout=2.0,
+                user_agent_header=f"rigway-agent/{self._hello.agent_version}",
+            ) as ws:
+                await self._serve_connection(ws)
+        except InvalidStatus as exc:
+            if exc.response.status_code in (401, 403):
+                raise LinkAuthError(
+                    f"the gateway refused the rig token (HTTP {exc.response.status_code}); "
+                    "pair this rig again"
+                ) from exc
+            raise
+        except InvalidURI as exc:
+            raise LinkConfigError(f"gateway URL {self._url!r} is not a WebSocket URL") from exc
+
+    async def _serve_connection(self, ws: ClientConnection) -> None:
+        self._ws = ws
+        welcomed = False
+        try:
+            welcome = await self._handshake(ws)
+            welcomed = True
+            self._on_welcome(welcome)
+            await self._serve(ws)
+        except ConnectionClosed:
+            pass
+        finally:
+            self._ws = None
+            self._connected.clear()
+            if welcomed:
+                self._on_drop()
+        _raise_if_fatal(ws.close_code, ws.close_reason)
+
+    async def _handshake(self, ws: ClientConnection) -> Welcome:
+        session_id = self._dispatcher.active_session_id
+        hello = self._hello.model_copy(
+            update={"open_session_ids": [] if session_id is None else [session_id]}
+        )
+        await ws.send(encode_text(hello.model_dump()))
+        async with asyncio.timeout(self._open_timeout_s):
+            header, _ = decode_frame(await ws.recv())
+        if header.get("t") != "welcome":
+            raise _HandshakeError(f"expected welcome, got {header.get('t')!r}")
+        return Welcome.model_validate(header)
+
+    def _on_welcome(self, welcome: Welcome) -> None:
+        self.rig_id = welcome.rig_id
+        if welcome.heartbeat_interval_s > 0:
+            self._heartbeat_interval_s = welcome.heartbeat_interval_s
+        self._cancel_grace()
+        for session_id in welcome.ended_session_ids:
+            self._spawn_background(
+                self._dispatcher.end_local_session("ended_while_disconnected", session_id)
+            )
+        self.connection_count += 1
+        self._connected.set()
+        _log.info("host link up: rig %s", welcome.rig_id)
+
+    async def _serve(self, ws: ClientConnection) -> None:
+        loop = asyncio.get_running_loop()
+        self._last_heard = loop.time()
+        heartbeat = asyncio.create_task(self._heartbeat(ws))
+        try:
+            async for frame in ws:
+                self._last_heard = loop.time()
+                if not await self._on_frame(ws, frame):
+                    await ws.close(1007, "undecodable frame")
+                    break
+        finally:
+            heartbeat.cancel()
+            tasks = [heartbeat, *self._request_tasks]
+            for task in self._request_tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(LinkUnavailableError("the link dropped"))
+
+    def _on_drop(self) -> None:
+        _log.warning("host link down; held input released")
+        try:
+            released = self._dispatcher.on_link_lost()
+        except RuntimeError:
+            _log.exception("could not release held input after the link dropped")
+        else:
+            self._spawn_background(released)
+        if self._dispatcher.active_session_id is not None and self._grace_task is None:
+            self._grace_task = asyncio.create_task(self._end_after_grace())
+
+    async def _end_after_grace(self) -> None:
+        await asyncio.sleep(self._session_grace_s)
+        _log.warning("host link still down after %.0f s: ending the local session",
+                     self._session_grace_s)
+        self._grace_task = None
+        await self._dispatcher.end_local_session("link_lost")
+
+    def _cancel_grace(self) -> None:
+        if self._grace_task is not None:
+            self._grace_task.cancel()
+            self._grace_task = None
+
+    def _spawn_background(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(_log_background_failure)
+        task.add_done_callback(self._background.discard)
+
+    async def _heartbeat(self, ws: ClientConnection) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            interval_s = self._heartbeat_interval_s
+            await asyncio.sleep(interval_s)
+            if loop.time() - self._last_heard > SILENT_INTERVALS * interval_s:
+                _log.warning("gateway silent for %d heartbeats: dropping the link",
+                             SILENT_INTERVALS)
+                # A dead peer never completes a close handshake: cut the socket.
+                ws.transport.abort()
+                return
+            await self._send(ws, {"t": "ping", "sent_at": time.time()})
+
+    # ---- frames ---------------------------------------------------------------------
+
+    async def _on_frame(self, ws: ClientConnection, frame: str | bytes) -> bool:
+        """Handle one frame; False when it cannot be decoded (the link then closes)."""
+        try:
+            header, _ = decode_frame(frame)
+        except FramingError as exc:
+            _log.warning("undecodable frame from the gateway: %s", exc)
+            return False
+        kind = header.get("t")
+        if kind == "req":
+            self._on_request(ws, header)
+        elif kind == "res":
+            self._on_reply(header)
+        elif kind == "ping":
+            await self._send(ws, {"t": "pong", "sent_at": header.get("sent_at", 0.0)})
+        elif kind != "pong":
+            _log.debug("ignoring a %r frame", kind)
+        return True
+
+    def _on_request(self, ws: ClientConnection, header: dict[str, Any]) -> None:
+        try:
+            request = Request.model_validate(header)
+        except ValidationError:
+            _log.warning("malformed request from the gateway dropped")
+            return
+        received_at = asyncio.get_running_loop().time()
+        task = asyncio.create_task(self._answer(ws, request, received_at))
+        self._request_tasks.add(task)
+        task.add_done_callback(self._request_tasks.discard)
+
+    def _on_reply(self, header: dict[str, Any]) -> None:
+        try:
+            reply = Reply.model_validate(header)
+        except ValidationError:
+            _log.warning("malformed reply from the gateway dropped")
+            return
+        future = self._pending.get(reply.id)
+        if future is not None and not future.done():
+            future.set_result(reply)
+
+    async def _answer(self, ws: ClientConnection, request: Request, received_at: float) -> None:
+        payload: bytes | None = None
+        try:
+            body, payload = await self._run_op(request, received_at)
+            reply: dict[str, Any] = {"t": "res", "id": request.id, "ok": True, "body": body}
+        except HostOpError as exc:
+            error = {"code": exc.code, "detail": exc.detail}
+            reply = {"t": "res", "id": request.id, "ok": False, "error": error}
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(ws, reply, payload)
+
+    async def _run_op(self, request: Request, received_at: float) -> tuple[dict[str, Any], bytes | None]:
+        if request.op not in ORDERED_OPS:
+            return await self._dispatcher.handle(request.op, request.body)
+        lane = str(request.body.get("session_id"))
+        async with self._lanes.hold(lane):
+            waited_s = asyncio.get_running_loop().time() - received_at
+            if waited_s * 1000 > request.deadline_ms:
+                # The gateway already answered its caller 504; acting now would surprise
+                # a caller that may be retrying (a batch typed twice).
+                raise HostOpError(ops.ERROR_HOST, "deadline passed before the op could start")
+            return await self._dispatcher.handle(request.op, request.body)
+
+    async def _send(self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None) -> None:
+        data: str | bytes = encode_text(message) if payload is None else encode_binary(message, payload)
+        async with self._send_lock:
+            await ws.send(data)
+
+
+def _raise_if_fatal(code: int | None, reason: str | None) -> None:
+    why = f" ({reason})" if reason else ""
+    if code == CLOSE_BAD_TOKEN:
+        raise LinkAuthError(f"the gateway refused the rig token (4401{why}); pair this rig again")
+    if code == CLOSE_PROTOCOL_UNSUPPORTED:
+        raise LinkProtocolError(
+            f"the gateway does not support this agent's protocol (4400{why}); update the agent"
+        )
+    if code == CLOSE_REPLACED:
+        raise LinkReplacedError(
+            f"another agent connected as this rig (4409{why}); this one stops"
+        )
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _log_background_failure(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        _log.error("background link task failed", exc_info=task.exception())

@@ -1,0 +1,262 @@
+"""Screen capture, the last-frame cache and dirty-rectangle accumulation.
+
+One worker thread (the `executor` passed in, one worker) owns every call into the
+backend's screen role (`grab`, `poll_damage`, `native_size`) and all of this module's
+mutable state, so nothing here needs a lock. The event loop only awaits the worker.
+
+Damage is polled on demand, before every capture and every dirty read, and fanned
+out to two consumers: the dirty accumulator (emptied by `screen/dirty`) and the
+"stale" flag of the cached frame. Polling before the grab is conservative: damage that
+lands between the poll and the grab is reported again at the next poll, which costs at
+most one redundant capture and never serves a stale frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from rigway.agent.backends.base import Desktop, Rect
+from rigway.agent.imaging import EncodedImage, Mark, render_jpeg
+from rigway.protocol import ops
+
+__all__ = [
+    "MAX_DIRTY_RECTS",
+    "CaptureParams",
+    "CapturedFrame",
+    "DirtyAccumulator",
+    "RegionOutsideDesktopError",
+    "ScreenService",
+    "merge_rects",
+]
+
+# Past this many disjoint rectangles a caller gains nothing over one bounding box, and
+# the reply stays small whatever the desktop does.
+MAX_DIRTY_RECTS = 64
+
+_T = TypeVar("_T")
+
+
+class RegionOutsideDesktopError(ValueError):
+    """The requested region does not lie inside the native desktop."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureParams:
+    quality: int = 85
+    max_width: int | None = None
+    region: Rect | None = None
+    marks: tuple[Mark, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedFrame:
+    jpeg: bytes
+    width: int
+    height: int
+    native_width: int
+    native_height: int
+    host_jpeg_ms: float
+    cached: bool
+    marked: bool
+
+    def reply_body(self) -> ops.ScreenCaptured:
+        return ops.ScreenCaptured(
+            width=self.width,
+            height=self.height,
+            native_width=self.native_width,
+            native_height=self.native_height,
+            host_jpeg_ms=round(self.host_jpeg_ms, 3),
+            cached=self.cached,
+            marked=self.marked,
+        )
+
+
+def merge_rects(rects: Sequence[Rect], width: int, height: int) -> list[Rect]:
+    """Clip to the desktop, drop empties, merge overlapping or touching rectangles.
+
+    Past MAX_DIRTY_RECTS the result collapses to one bounding box.
+    """
+    pending = [r for r in (_clip(r, width, height) for r in rects) if r is not None]
+    merged: list[Rect] = []
+    while pending:
+        current = pending.pop()
+        # Growing `current` can make it touch rectangles merged earlier: re-scan them.
+        absorbed = True
+        while absorbed:
+            absorbed = False
+            for index, other in enumerate(merged):
+                if _touches(current, other):
+                    current = _union(current, merged.pop(index))
+                    absorbed = True
+                    break
+        merged.append(current)
+    if len(merged) > MAX_DIRTY_RECTS:
+        bounds = merged[0]
+        for rect in merged[1:]:
+            bounds = _union(bounds, rect)
+        return [bounds]
+    return sorted(merged, key=lambda r: (r.y, r.x))
+
+
+def _clip(rect: Rect, width: int, height: int) -> Rect | None:
+    left, top = max(rect.x, 0), max(rect.y, 0)
+    right, bottom = min(rect.x + rect.w, width), min(rect.y + rect.h, height)
+    if right <= left or bottom <= top:
+        return None
+    return Rect(left, top, right - left, bottom - top)
+
+
+def _touches(a: Rect, b: Rect) -> bool:
+    return a.x <= b.x + b.w and b.x <= a.x + a.w and a.y <= b.y + b.h and b.y <= a.y + a.h
+
+
+def _union(a: Rect, b: Rect) -> Rect:
+    left, top = min(a.x, b.x), min(a.y, b.y)
+    right, bottom = max(a.x + a.w, b.x + b.w), max(a.y + a.h, b.y + b.h)
+    return Rect(left, top, right - left, bottom - top)
+
+
+class DirtyAccumulator:
+    """Damage since the last `take`; kept merged so it stays bounded between reads."""
+
+    def __init__(self) -> None:
+        self._rects: list[Rect] = []
+
+    def add(self, rects: Sequence[Rect], width: int, height: int) -> None:
+        self._rects = merge_rects([*self._rects, *rects], width, height)
+
+    def take(self) -> list[Rect]:
+        rects, self._rects = self._rects, []
+        return rects
+
+    def clear(self) -> None:
+        self._rects = []
+
+
+@dataclass(frozen=True, slots=True)
+class _CacheKey:
+    params: CaptureParams
+    native_size: tuple[int, int]
+
+
+@dataclass(slots=True)
+class _CachedFrame:
+    key: _CacheKey
+    image: EncodedImage
+    is_stale: bool = False
+
+
+class ScreenService:
+    """Captures and dirty reads for the dispatcher; all backend work on `executor`.
+
+    `executor` must have exactly one worker: it is the backend's screen thread.
+    """
+
+    def __init__(self, desktop: Desktop, executor: Executor) -> None:
+        self._desktop = desktop
+        self._executor = executor
+        self._dirty = DirtyAccumulator()
+        self._cache: _CachedFrame | None = None
+
+    async def capture(self, params: CaptureParams) -> CapturedFrame:
+        return await self._run(self._capture, params)
+
+    async def take_dirty(self) -> ops.DirtyRects:
+        return await self._run(self._take_dirty)
+
+    async def native_size(self) -> tuple[int, int]:
+        return await self._run(self._desktop.native_size)
+
+    async def reset(self) -> None:
+        """A new session: forget damage and the cached frame from before it."""
+        await self._run(self._reset)
+
+    async def _run(self, fn: Callable[..., _T], *args: object) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    # Everything below runs on the screen worker.
+
+    def _poll_damage(self, width: int, height: int) -> None:
+        if not self._desktop.has_damage:
+            return
+        rects = self._desktop.poll_damage()
+        if not rects:
+            return
+        self._dirty.add(rects, width, height)
+        if self._cache is not None:
+            self._cache.is_stale = True
+
+    def _capture(self, params: CaptureParams) -> CapturedFrame:
+        started = time.perf_counter()
+        width, height = self._desktop.native_size()
+        _check_region(params.region, width, height)
+        self._poll_damage(width, height)
+        key = _CacheKey(params, (width, height))
+        cache = self._cache
+        if self._desktop.has_damage and cache is not None and not cache.is_stale:
+            if cache.key == key:
+                return _frame(cache.image, key, started, cached=True)
+        frame = self._desktop.grab()
+        grabbed_h, grabbed_w = frame.shape[:2]
+        if (grabbed_w, grabbed_h) != (width, height):
+            # The desktop was resized between native_size() and grab(): trust the pixels.
+            width, height = grabbed_w, grabbed_h
+            _check_region(params.region, width, height)
+            key = _CacheKey(params, (width, height))
+        image = render_jpeg(
+            frame,
+            quality=params.quality,
+            max_width=params.max_width,
+            region=params.region,
+            marks=params.marks,
+        )
+        self._cache = _CachedFrame(key, image)
+        return _frame(image, key, started, cached=False)
+
+    def _take_dirty(self) -> ops.DirtyRects:
+        width, height = self._desktop.native_size()
+        available = self._desktop.has_damage
+        self._poll_damage(width, height)
+        rects = self._dirty.take() if available else []
+        return ops.DirtyRects(
+            width=width,
+            height=height,
+            available=available,
+            capture_mode=self._desktop.capture_mode,
+            rects=[r.as_list() for r in rects],
+        )
+
+    def _reset(self) -> None:
+        if self._desktop.has_damage:
+            self._desktop.poll_damage()
+        self._dirty.clear()
+        self._cache = None
+
+
+def _frame(image: EncodedImage, key: _CacheKey, started: float, *, cached: bool) -> CapturedFrame:
+    return CapturedFrame(
+        jpeg=image.jpeg,
+        width=image.width,
+        height=image.height,
+        native_width=key.native_size[0],
+        native_height=key.native_size[1],
+        host_jpeg_ms=(time.perf_counter() - started) * 1000.0,
+        cached=cached,
+        marked=image.marked,
+    )
+
+
+def _check_region(region: Rect | None, width: int, height: int) -> None:
+    if region is None:
+        return
+    if region.x + region.w > width or region.y + region.h > height:
+        raise RegionOutsideDesktopError(
+            f"region {region.x},{region.y} {region.w}x{region.h} lies outside the "
+            f"{width}x{height} desktop"
+        )

@@ -1,0 +1,250 @@
+"""The agent's updater: fetch a signed release manifest, verify it, stage the new build.
+
+Nothing here installs: `stage` leaves a verified file and its manifest in `staging_dir`
+for the installer (or the next start) to pick up. A release is refused when:
+
+- no trusted key signed the manifest, or it has expired (`rigway.releases.manifest`);
+- its version is not newer than the running one (a replayed older or same manifest);
+- its version is below the highest version this updater ever staged (kept in
+  `staging_dir/highest-staged-version`, so a rollback survives restarts);
+- the download is larger than the manifest's `size` or `max_download_bytes` (reading
+  stops past the cap), shorter than `size`, or its SHA-256 differs.
+
+The file is written to a temporary file in `staging_dir`, flushed to disk, then renamed
+over its final name (`os.replace`, atomic on one file system); the manifest is written
+beside it the same way, last, so a manifest on disk always describes a complete file.
+
+Network seam: `transport` (an `httpx2.AsyncBaseTransport`). With a transport given, the
+environment (proxies, CA variables) is ignored; without one the environment is honoured,
+because rigs behind company proxies need it. Redirects are followed for downloads: the
+signed hash, not the server, vouches for the file.
+
+    UpdateRefused(reason)   every refusal; str(exc) is the reason
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+import httpx2
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from rigway.releases.manifest import (
+    Manifest,
+    ManifestError,
+    SignedManifest,
+    compare_versions,
+    parse_version,
+    verify_manifest,
+)
+
+__all__ = ["UpdateRefused", "Updater"]
+
+DEFAULT_MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024
+HIGHEST_STAGED_FILE = "highest-staged-version"
+MANIFEST_SUFFIX = ".manifest.json"
+_SAFE_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class UpdateRefused(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Updater:
+    def __init__(
+        self,
+        *,
+        current_version: str,
+        trusted_public_keys: Sequence[Ed25519PublicKey],
+        staging_dir: Path,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        now: Callable[[], datetime] = _utc_now,
+        max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES,
+        timeout_s: float = 60.0,
+    ) -> None:
+        parse_version(current_version)  # fail at start-up, not at the first update
+        self._current_version = current_version
+        self._keys = list(trusted_public_keys)
+        self._staging_dir = staging_dir
+        self._transport = transport
+        self._now = now
+        self._max_download_bytes = max_download_bytes
+        self._timeout_s = timeout_s
+
+    async def check(self, latest_url: str) -> SignedManifest | None:
+        """The signed manifest at `latest_url` if it offers an acceptable newer version.
+
+        None when it offers nothing newer; UpdateRefused when it does not verify.
+        """
+        async with self._client() as client:
+            raw = await _read_capped(client, latest_url, MAX_MANIFEST_BYTES, "manifest")
+        try:
+            signed = SignedManifest.from_json(raw)
+        except ManifestError as exc:
+            raise UpdateRefused(str(exc)) from exc
+        manifest = self._verified(signed)
+        if not self._is_acceptable_version(manifest.version):
+            return None
+        return signed
+
+    async def stage(self, signed: SignedManifest) -> Path:
+        """Verify, download, check and atomically stage the release; return its path."""
+        manifest = self._verified(signed)
+        self._refuse_unacceptable_version(manifest.version)
+        if manifest.size > self._max_download_bytes:
+            raise UpdateRefused(
+                f"release {manifest.version} is {manifest.size} bytes, over the "
+                f"{self._max_download_bytes}-byte limit"
+            )
+        self._staging_dir.mkdir(parents=True, exist_ok=True)
+        target = self._staging_dir / _file_name(manifest)
+        await self._download_to(manifest, target)
+        _write_atomically(target.with_name(target.name + MANIFEST_SUFFIX), signed.to_json())
+        self._remember_staged(manifest.version)
+        return target
+
+    def _verified(self, signed: SignedManifest) -> Manifest:
+        try:
+            return verify_manifest(signed, self._keys, now=self._now())
+        except ManifestError as exc:
+            raise UpdateRefused(str(exc)) from exc
+
+    def _is_acceptable_version(self, version: str) -> bool:
+        try:
+            self._refuse_unacceptable_version(version)
+        except UpdateRefused:
+            return False
+        return True
+
+    def _refuse_unacceptable_version(self, version: str) -> None:
+        if compare_versions(version, self._current_version) <= 0:
+            raise UpdateRefused(
+                f"release {version} is not newer than the running {self._current_version}"
+            )
+        highest = self._highest_staged()
+        if highest is not None and compare_versions(version, highest) < 0:
+            raise UpdateRefused(f"release {version} is older than the staged {highest}")
+
+    def _highest_staged(self) -> str | None:
+        path = self._staging_dir / HIGHEST_STAGED_FILE
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UpdateRefused(f"cannot read {path}: {exc}") from exc
+        try:
+            parse_version(text)
+        except ManifestError as exc:
+            # Fail closed: a damaged record must not open the door to a rollback.
+            raise UpdateRefused(f"{path} is damaged; remove it to allow updates") from exc
+        return text
+
+    def _remember_staged(self, version: str) -> None:
+        highest = self._highest_staged()
+        if highest is None or compare_versions(version, highest) > 0:
+            _write_atomically(self._staging_dir / HIGHEST_STAGED_FILE, version.encode("ascii"))
+
+    async def _download_to(self, manifest: Manifest, target: Path) -> None:
+        fd, temp_name = tempfile.mkstemp(dir=self._staging_dir, prefix=".download-")
+        temp_path = Path(temp_name)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                try:
+                    digest = await self._stream_into(manifest, file)
+                except httpx2.HTTPError as exc:
+                    raise UpdateRefused(f"release {manifest.version} download failed: {exc}") from exc
+                file.flush()
+                os.fsync(file.fileno())
+            if not hmac.compare_digest(digest.encode("ascii"), manifest.sha256.encode("ascii")):
+                raise UpdateRefused(f"release {manifest.version} does not match its sha256")
+            os.replace(temp_path, target)
+        finally:
+            temp_path.unlink(missing_ok=True)
+
+    async def _stream_into(self, manifest: Manifest, file: IO[bytes]) -> str:
+        digest = hashlib.sha256()
+        received = 0
+        # identity: the signed hash is over the file itself, and no decompression bombs.
+        headers = {"Accept-Encoding": "identity"}
+        async with (
+            self._client() as client,
+            client.stream("GET", manifest.download_url, headers=headers) as response,
+        ):
+            _refuse_status(response, "download")
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+                if received > manifest.size:
+                    raise UpdateRefused(
+                        f"release {manifest.version} download is larger than {manifest.size} bytes"
+                    )
+                digest.update(chunk)
+                file.write(chunk)
+        if received < manifest.size:
+            raise UpdateRefused(
+                f"release {manifest.version} download is truncated: "
+                f"{received} of {manifest.size} bytes"
+            )
+        return digest.hexdigest()
+
+    def _client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            transport=self._transport,
+            trust_env=self._transport is None,
+            follow_redirects=True,
+            timeout=httpx2.Timeout(self._timeout_s),
+        )
+
+
+async def _read_capped(client: httpx2.AsyncClient, url: str, cap: int, what: str) -> bytes:
+    body = bytearray()
+    try:
+        async with client.stream("GET", url) as response:
+            _refuse_status(response, what)
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > cap:
+                    raise UpdateRefused(f"{what} is larger than {cap} bytes")
+    except httpx2.HTTPError as exc:
+        raise UpdateRefused(f"{what} fetch failed: {exc}") from exc
+    return bytes(body)
+
+
+def _refuse_status(response: httpx2.Response, what: str) -> None:
+    if response.status_code != 200:
+        raise UpdateRefused(f"{what} fetch answered status {response.status_code}")
+
+
+def _file_name(manifest: Manifest) -> str:
+    """The download's own file name when it is plain, else rigway-agent-<version>.bin."""
+    name = httpx2.URL(manifest.download_url).path.rsplit("/", 1)[-1]
+    if _SAFE_FILE_NAME.fullmatch(name) and not name.endswith(MANIFEST_SUFFIX):
+        return name
+    return f"rigway-agent-{manifest.version}.bin"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=".write-")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp_name, path)
+    finally:
+        Path(temp_name).unlink(missing_ok=True)

@@ -1,0 +1,513 @@
+"""The asynchronous client: `AsyncRigway`, its resources and `AsyncSessionHandle`.
+
+The mirror of `_sync.py` with `await`: same `Operation`s, same `_core` decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import random
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx2
+
+from . import _core
+from . import _operations as ops
+from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Operation
+from .errors import NotFoundError, RigwayError, SessionEndedError, TargetNotFoundError
+from .models import (
+    AgentRelease,
+    AppKillResult,
+    AppLaunchResult,
+    DirtyRects,
+    InputEvent,
+    InputResult,
+    MouseButton,
+    ObserveResult,
+    Rig,
+    Screenshot,
+    Session,
+    StreamCredentials,
+    Target,
+    TargetList,
+    WakeResult,
+)
+
+__all__ = ["AsyncAPIClient", "AsyncRigway", "AsyncSessionHandle", "PendingAsyncSession"]
+
+T = TypeVar("T")
+_Self = TypeVar("_Self", bound="AsyncAPIClient")
+
+
+class AsyncAPIClient:
+    """Shared machinery of `AsyncRigway` and `AsyncRigwayConsole`."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        base_url: str,
+        timeout: httpx2.Timeout | float | None,
+        max_retries: int,
+        transport: httpx2.AsyncBaseTransport | None,
+        http_client: httpx2.AsyncClient | None,
+        sleep: Callable[[float], Awaitable[None]],
+        clock: Callable[[], float],
+        jitter: Callable[[], float],
+    ) -> None:
+        if http_client is not None and transport is not None:
+            raise ValueError("pass either transport or http_client, not both")
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self._token = token
+        # A caller-supplied client belongs to the caller, who closes it.
+        self._owns_http_client = http_client is None
+        self._http = http_client or httpx2.AsyncClient(transport=transport, timeout=timeout)
+        self._sleep = sleep
+        self._clock = clock
+        self._jitter = jitter
+
+    async def request(self, operation: Operation[T]) -> T:
+        """Run `operation`, retrying per `_core.retry_delay`; raise the SDK error on failure."""
+        retries = 0
+        while True:
+            request = _core.build_request(
+                self._http,
+                operation,
+                base_url=self.base_url,
+                token=self._token,
+                timeout=self.timeout,
+            )
+            try:
+                response = await self._http.send(request)
+            except httpx2.TransportError as exc:
+                delay = self._retry_delay(operation, retries, error=exc)
+                if delay is None:
+                    raise _core.connection_error(exc) from exc
+            else:
+                if response.is_success:
+                    return _core.finish(operation, response, retries=retries)
+                delay = self._retry_delay(operation, retries, response=response)
+                if delay is None:
+                    raise _core.status_error(response, now=self._clock)
+                await response.aclose()
+            await self._sleep(delay)
+            retries += 1
+
+    def _retry_delay(
+        self,
+        operation: Operation[T],
+        retries: int,
+        *,
+        response: httpx2.Response | None = None,
+        error: httpx2.TransportError | None = None,
+    ) -> float | None:
+        return _core.retry_delay(
+            operation,
+            attempt=retries,
+            max_retries=self.max_retries,
+            response=response,
+            error=error,
+            random=self._jitter,
+            now=self._clock,
+        )
+
+    async def close(self) -> None:
+        """Close the HTTP client, unless it was passed in (then its owner closes it)."""
+        if self._owns_http_client:
+            await self._http.aclose()
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+# --------------------------------------------------------------------- resources
+
+
+class AsyncRigs:
+    """`client.rigs`: the account's rigs."""
+
+    def __init__(self, client: AsyncAPIClient) -> None:
+        self._client = client
+
+    async def list(self) -> builtins.list[Rig]:
+        """All rigs of the account (`GET /v1/rigs`)."""
+        return await self._client.request(ops.list_rigs())
+
+    async def get(self, rig_id: str) -> Rig:
+        """One rig (`GET /v1/rigs/{id}`); NotFoundError when unknown."""
+        return await self._client.request(ops.get_rig(rig_id))
+
+    async def wake(self, rig_id: str) -> WakeResult:
+        """Send a Wake-on-LAN packet to an offline rig (`POST /v1/rigs/{id}/wake`)."""
+        return await self._client.request(ops.wake_rig(rig_id))
+
+
+class AsyncAgent:
+    """`client.agent`: host agent releases."""
+
+    def __init__(self, client: AsyncAPIClient) -> None:
+        self._client = client
+
+    async def latest(self) -> AgentRelease:
+        """The latest signed host agent release (`GET /v1/agent/latest`)."""
+        return await self._client.request(ops.agent_latest())
+
+
+class PendingAsyncSession:
+    """What `AsyncRigway.sessions.create` returns: await it, or enter it.
+
+    `session = await client.sessions.create(…)` gives the handle (end it yourself);
+    `async with client.sessions.create(…) as session:` starts the session on entry and
+    always ends it on exit. The session is created once, however it is used.
+    """
+
+    def __init__(self, start: Callable[[], Awaitable[AsyncSessionHandle]]) -> None:
+        self._start = start
+        self._handle: AsyncSessionHandle | None = None
+
+    async def _get(self) -> AsyncSessionHandle:
+        if self._handle is None:
+            self._handle = await self._start()
+        return self._handle
+
+    def __await__(self) -> Generator[Any, None, AsyncSessionHandle]:
+        return self._get().__await__()
+
+    async def __aenter__(self) -> AsyncSessionHandle:
+        return await (await self._get()).__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._handle is not None:
+            await self._handle.__aexit__(exc_type, exc, tb)
+
+
+class AsyncSessions:
+    """`client.sessions`: start, list, read and end metered sessions."""
+
+    def __init__(self, client: AsyncAPIClient) -> None:
+        self._client = client
+
+    def create(
+        self,
+        *,
+        rig_id: str,
+        mode: ops.SessionMode | None = None,
+        idle_timeout_seconds: int | None = None,
+    ) -> PendingAsyncSession:
+        """Start a session; await the result for a handle, or `async with` it.
+
+        `async with client.sessions.create(rig_id=…) as session:` always ends the
+        session on exit. `mode` defaults to `desktop` and `idle_timeout_seconds`
+        (60…3600) to 900 on the gateway.
+        """
+        operation = ops.create_session(
+            rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds
+        )
+
+        async def start() -> AsyncSessionHandle:
+            return AsyncSessionHandle(self._client, await self._client.request(operation))
+
+        return PendingAsyncSession(start)
+
+    async def attach(self, session_id: str) -> AsyncSessionHandle:
+        """A live handle for an existing session (reads it once to know its state)."""
+        return AsyncSessionHandle(self._client, await self.get(session_id))
+
+    async def list(self) -> builtins.list[Session]:
+        """The active sessions this API key created (`GET /v1/sessions`)."""
+        return await self._client.request(ops.list_sessions())
+
+    async def get(self, session_id: str) -> Session:
+        """One session record (`GET /v1/sessions/{id}`)."""
+        return await self._client.request(ops.get_session(session_id))
+
+    async def end(self, session_id: str) -> Session:
+        """End a session (`DELETE /v1/sessions/{id}`); idempotent, returns the final record."""
+        return await self._client.request(ops.end_session(session_id))
+
+
+# ------------------------------------------------------------------------ client
+
+
+async def _asyncio_sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+class AsyncRigway(AsyncAPIClient):
+    """Asynchronous client of the Rigway API; same arguments and behaviour as `Rigway`.
+
+    `sleep` is a coroutine function (default `asyncio.sleep`); `transport` an
+    `httpx2.AsyncBaseTransport`; `http_client` an `httpx2.AsyncClient` you own.
+    """
+
+    rigs: AsyncRigs
+    sessions: AsyncSessions
+    agent: AsyncAgent
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: httpx2.Timeout | float | None = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+        sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
+        clock: Callable[[], float] = time.time,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(
+            token=_core.resolve_credential(api_key, _core.API_KEY_ENV, "api key"),
+            base_url=_core.resolve_base_url(base_url),
+            timeout=timeout,
+            max_retries=max_retries,
+            transport=transport,
+            http_client=http_client,
+            sleep=sleep,
+            clock=clock,
+            jitter=jitter,
+        )
+        self.rigs = AsyncRigs(self)
+        self.sessions = AsyncSessions(self)
+        self.agent = AsyncAgent(self)
+
+
+# ---------------------------------------------------------------- session handle
+
+
+class AsyncSessionHandle:
+    """A live session (async): screens, grounding, input and apps for one session id.
+
+    As an async context manager it ALWAYS ends the session on exit, also when the body
+    raised; a failure to end then never hides the body's exception (added as a note).
+    """
+
+    def __init__(self, client: AsyncAPIClient, session: Session) -> None:
+        self._client = client
+        self._session = session
+        self._latest_targets: dict[str, Target] = {}
+
+    # -- state
+
+    @property
+    def info(self) -> Session:
+        """The latest known session record (refreshed by `refresh()` and `end()`)."""
+        return self._session
+
+    @property
+    def session_id(self) -> str:
+        """The session id."""
+        return self._session.session_id
+
+    @property
+    def id(self) -> str:
+        """The session id (same as `session_id`)."""
+        return self._session.session_id
+
+    @property
+    def rig_id(self) -> str:
+        """The rig this session runs on."""
+        return self._session.rig_id
+
+    @property
+    def status(self) -> str:
+        """`active`, `ended` or `failed`, as last seen."""
+        return self._session.status
+
+    @property
+    def native_width(self) -> int | None:
+        """Native desktop width in pixels, when the gateway reported it."""
+        return self._session.native_width
+
+    @property
+    def native_height(self) -> int | None:
+        """Native desktop height in pixels, when the gateway reported it."""
+        return self._session.native_height
+
+    @property
+    def latest_targets(self) -> list[Target]:
+        """Targets of the latest `targets()` or `observe()` call, used by `click(target=…)`."""
+        return list(self._latest_targets.values())
+
+    async def refresh(self) -> Session:
+        """Re-read the session record (status, action count, billing)."""
+        self._session = await self._client.request(ops.get_session(self.session_id))
+        return self._session
+
+    async def end(self) -> Session:
+        """End the session (idempotent); returns the final record with `ended_reason`."""
+        self._session = await self._client.request(ops.end_session(self.session_id))
+        return self._session
+
+    async def __aenter__(self) -> AsyncSessionHandle:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self.end()
+        except (SessionEndedError, NotFoundError):
+            pass  # already over (idle timeout, owner kill, …): nothing left to end
+        except RigwayError as end_error:
+            if exc is None:
+                raise
+            exc.add_note(f"rigway: ending session {self.session_id} also failed: {end_error}")
+
+    # -- screens
+
+    async def screenshot(
+        self,
+        max_width: int | None = None,
+        quality: int | None = None,
+        region: ops.RegionLike | None = None,
+    ) -> Screenshot:
+        """A JPEG of the desktop (or of `region`, native x/y/w/h), long edge ≤ `max_width`."""
+        return await self._client.request(
+            ops.screenshot(self.session_id, max_width=max_width, quality=quality, region=region)
+        )
+
+    async def observe(
+        self,
+        max_width: int | None = None,
+        quality: int | None = None,
+        region: ops.RegionLike | None = None,
+        mark: bool = False,
+        image: bool = True,
+    ) -> ObserveResult:
+        """Frame, change flag, window text and click targets in one round trip.
+
+        Same arguments as `SessionHandle.observe`; remembers the targets for `click`.
+        """
+        result = await self._client.request(
+            ops.observe(
+                self.session_id,
+                max_width=max_width,
+                quality=quality,
+                region=region,
+                mark=mark,
+                image=image,
+            )
+        )
+        self._latest_targets = {target.id: target for target in result.targets}
+        return result
+
+    async def dirty(self) -> DirtyRects:
+        """Rectangles changed since the last take (each take consumes them)."""
+        return await self._client.request(ops.dirty(self.session_id))
+
+    async def targets(self) -> TargetList:
+        """Click targets of the focused window, in native pixels; remembered for `click`."""
+        result = await self._client.request(ops.targets(self.session_id))
+        self._latest_targets = {target.id: target for target in result.targets}
+        return result
+
+    async def stream(self) -> StreamCredentials:
+        """WebRTC signaling credentials for a live view of the desktop."""
+        return await self._client.request(ops.stream(self.session_id))
+
+    # -- input
+
+    async def _point(
+        self, x: int | None, y: int | None, target: Target | str | None
+    ) -> tuple[int | None, int | None]:
+        ops.check_click_args(x, y, target)
+        if target is None:
+            return x, y
+        found = ops.resolve_target(target, self._latest_targets)
+        if found is None:
+            # The id may come from a snapshot newer than ours (another client, a log).
+            await self.targets()
+            found = ops.resolve_target(target, self._latest_targets)
+        if found is None:
+            raise TargetNotFoundError(ops.target_id(target))
+        return found.center
+
+    async def click(
+        self,
+        x: int | None = None,
+        y: int | None = None,
+        *,
+        target: Target | str | None = None,
+        button: MouseButton = "left",
+    ) -> InputResult:
+        """Click at native (`x`, `y`), at a target's centre, or where the pointer is."""
+        px, py = await self._point(x, y, target)
+        return await self.input(ops.click_events(px, py, button=button, count=1))
+
+    async def double_click(
+        self,
+        x: int | None = None,
+        y: int | None = None,
+        *,
+        target: Target | str | None = None,
+        button: MouseButton = "left",
+    ) -> InputResult:
+        """Double-click, with the same arguments as `click`."""
+        px, py = await self._point(x, y, target)
+        return await self.input(ops.click_events(px, py, button=button, count=2))
+
+    async def move(self, x: int, y: int) -> InputResult:
+        """Move the pointer to native (`x`, `y`)."""
+        return await self.input([InputEvent.mouse_move(x, y)])
+
+    async def scroll(
+        self, dx: int = 0, dy: int = 0, x: int | None = None, y: int | None = None
+    ) -> InputResult:
+        """Scroll by wheel notches (`dy` < 0 scrolls down, `dx` > 0 right), at (`x`, `y`)."""
+        return await self.input([InputEvent.mouse_scroll(dx, dy, x=x, y=y)])
+
+    async def key(self, key: str) -> InputResult:
+        """Press and release a key or chord: `"enter"`, `"ctrl+s"`."""
+        return await self.input([InputEvent.key_press(key)])
+
+    async def key_down(self, key: str) -> InputResult:
+        """Press and hold a key (released by `key_up`, or when the session ends)."""
+        return await self.input([InputEvent.key_down(key)])
+
+    async def key_up(self, key: str) -> InputResult:
+        """Release a held key."""
+        return await self.input([InputEvent.key_up(key)])
+
+    async def type_text(self, text: str) -> InputResult:
+        """Type Unicode text as text (accents, CJK, emoji arrive as typed)."""
+        return await self.input([InputEvent.type_text(text)])
+
+    async def input(self, events: Sequence[ops.EventLike]) -> InputResult:
+        """Send a raw batch of 1…100 events (`InputEvent`s or dicts), run in order."""
+        return await self._client.request(ops.send_input(self.session_id, events))
+
+    # -- apps
+
+    async def launch(self, path: str, args: Sequence[str] | None = None) -> AppLaunchResult:
+        """Start a program by absolute path or by name on the rig's PATH; returns its pid."""
+        return await self._client.request(ops.launch_app(self.session_id, path, args))
+
+    async def kill(self, pid: int | None = None) -> AppKillResult:
+        """Kill one app this session launched (`pid`), or all of them (no pid)."""
+        return await self._client.request(ops.kill_app(self.session_id, pid))

@@ -1,0 +1,240 @@
+"""Errors raised by the Rigway SDK: one class per condition.
+
+Every error carries the same five attributes, so a handler never has to know which
+subclass it caught to log it: `code` (the gateway's stable snake_case code, or an SDK
+code such as `connection_error`), `status` (the HTTP status, None without a response),
+`request_id` (the `X-Request-Id` response header, when the gateway sent one), `detail`
+(the human sentence after the code, or None) and `message`.
+
+The gateway's error body is `{"error": "<code>"}` or `{"error": "<code>: <detail>"}`;
+the SDK splits it on the first `": "` (API-DECISIONS, "Errors").
+
+```
+RigwayError                         base of everything this SDK raises
+├── APIStatusError                  the gateway answered with an error status
+│   ├── BadRequestError             400 invalid_request
+│   ├── AuthenticationError         401 invalid_api_key / invalid_console_token   STOP
+│   ├── PermissionDeniedError       403 api_access_disabled / insufficient_scope   STOP
+│   ├── NotFoundError               404 rig_not_found, session_not_found, …
+│   ├── ConflictError               409 rig_offline, rig_busy, webhook_limit, …
+│   ├── SessionEndedError           410 session_ended                              STOP
+│   ├── RateLimitError              429 rate_limited / concurrency_limit (.retry_after)
+│   ├── HostError                   502 host_error
+│   ├── HostTimeoutError            504 host_timeout
+│   └── InternalServerError         any other 5xx
+├── APIConnectionError              no response: DNS, refused, reset, TLS
+│   └── APITimeoutError             the request timed out on the client side
+├── APIResponseValidationError      a 2xx whose body does not have the documented shape
+├── TargetNotFoundError             `click(target="…")` names a target the SDK has not seen
+└── UnsupportedActionError          a computer-use action the Rigway input API cannot do
+```
+
+The STOP errors are never retried by the SDK (retrying cannot succeed: the key is bad,
+the owner switched API access off, or the session is over). 429, 502, 503, 504 and
+connection failures are retried with backoff before they surface here.
+"""
+
+from __future__ import annotations
+
+import httpx2
+
+__all__ = [
+    "APIConnectionError",
+    "APIResponseValidationError",
+    "APIStatusError",
+    "APITimeoutError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConflictError",
+    "HostError",
+    "HostTimeoutError",
+    "InternalServerError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RigwayError",
+    "SessionEndedError",
+    "TargetNotFoundError",
+    "UnsupportedActionError",
+]
+
+
+class RigwayError(Exception):
+    """Base class of every error the SDK raises.
+
+    Attributes:
+        code: stable snake_case code (the gateway's, or an SDK one).
+        status: HTTP status of the response, None when there was none.
+        request_id: the gateway's `X-Request-Id` for this response, when present.
+        detail: the human sentence after the code, None when the gateway sent none.
+        message: the whole human-readable message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        status: int | None = None,
+        request_id: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+        self.request_id = request_id
+        self.detail = detail
+
+    def __str__(self) -> str:
+        if self.request_id is None:
+            return self.message
+        return f"{self.message} (request id {self.request_id})"
+
+
+class APIStatusError(RigwayError):
+    """The gateway answered with a non-2xx status; `response` is the raw response."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        response: httpx2.Response,
+        request_id: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            code=code,
+            status=response.status_code,
+            request_id=request_id,
+            detail=detail,
+        )
+        self.response = response
+
+
+class BadRequestError(APIStatusError):
+    """400: the request was malformed or out of bounds (`invalid_request`); fix and resend."""
+
+
+class AuthenticationError(APIStatusError):
+    """401: the API key or console token is missing, malformed, unknown or revoked. Stop."""
+
+
+class PermissionDeniedError(APIStatusError):
+    """403: the rig's owner has not enabled API access, or the key lacks a scope. Stop."""
+
+
+class NotFoundError(APIStatusError):
+    """404: unknown id, or one that belongs to another account."""
+
+
+class ConflictError(APIStatusError):
+    """409: the rig is offline or busy, the webhook limit is reached, or wake is unavailable."""
+
+
+class SessionEndedError(APIStatusError):
+    """410: the session has ended or failed; start a new one. Stop."""
+
+
+class RateLimitError(APIStatusError):
+    """429: a request, input-event or concurrent-session quota is exhausted.
+
+    Raised only after the SDK's own retries, or at once when the gateway asks for a wait
+    longer than the SDK is willing to sleep silently.
+
+    Attributes:
+        retry_after: seconds the gateway asked to wait (`Retry-After`), or None.
+        limit: the quota (`RateLimit-Limit`), or None.
+        remaining: what is left of it (`RateLimit-Remaining`), or None.
+        reset: seconds until it resets (`RateLimit-Reset`), or None.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        response: httpx2.Response,
+        request_id: str | None = None,
+        detail: str | None = None,
+        retry_after: float | None = None,
+        limit: int | None = None,
+        remaining: int | None = None,
+        reset: int | None = None,
+    ) -> None:
+        super().__init__(
+            message, code=code, response=response, request_id=request_id, detail=detail
+        )
+        self.retry_after = retry_after
+        self.limit = limit
+        self.remaining = remaining
+        self.reset = reset
+
+
+class HostError(APIStatusError):
+    """502: the rig's host agent answered with an error (`detail` says which)."""
+
+
+class HostTimeoutError(APIStatusError):
+    """504: the rig's host agent did not answer in time (5 s for screens, 10 s otherwise)."""
+
+
+class InternalServerError(APIStatusError):
+    """Any other 5xx: the gateway (or a proxy in front of it) failed."""
+
+
+class APIConnectionError(RigwayError):
+    """No response arrived: the connection could not be made or broke mid-request."""
+
+    def __init__(self, message: str, *, code: str = "connection_error") -> None:
+        super().__init__(message, code=code)
+
+
+class APITimeoutError(APIConnectionError):
+    """The request timed out on the client side (see the client's `timeout`)."""
+
+    def __init__(self, message: str = "request timed out") -> None:
+        super().__init__(message, code="timeout")
+
+
+class APIResponseValidationError(RigwayError):
+    """A successful response did not have the documented shape (a gateway/SDK mismatch)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        response: httpx2.Response,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            code="invalid_response",
+            status=response.status_code,
+            request_id=request_id,
+        )
+        self.response = response
+
+
+class TargetNotFoundError(RigwayError, LookupError):
+    """`click(target=…)` named a target id that is not among the session's latest targets."""
+
+    def __init__(self, target_id: str) -> None:
+        super().__init__(
+            f"target {target_id!r} is not among the latest targets of this session",
+            code="target_not_found",
+        )
+        self.target_id = target_id
+
+
+class UnsupportedActionError(RigwayError, ValueError):
+    """A computer-use action that the Rigway input API cannot perform, or malformed input.
+
+    The message is written to be handed back to the model as a tool error, so it can
+    pick another way to reach its goal.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="unsupported_action")

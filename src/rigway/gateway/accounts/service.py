@@ -1,0 +1,28 @@
+"""Accounts: created by sign-up in a hosted deployment, by `rigway up` locally."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import Account
+from rigway.gateway.ids import new_id
+
+
+class AccountService:
+    def __init__(self, sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    async def create(self, name: str) -> str:
+        account = Account(id=new_id("acc"), name=name, created_at=self._clock.now())
+        async with self._sessions.begin() as db:
+            db.add(account)
+        return account.id
+
+    async def first_named(self, name: str) -> str | None:
+        async with self._sessions() as db:
+            query = select(Account.id).where(Account.name == name).order_by(Account.created_at)
+            return await db.scalar(query.limit(1))

@@ -1,0 +1,144 @@
+"""`create_app`: the one place that wires the gateway together."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rigway import __version__
+from rigway.gateway.accounts.service import AccountService
+from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
+from rigway.gateway.clock import Clock, SystemClock
+from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
+from rigway.gateway.desktop.routes import router as desktop_router
+from rigway.gateway.desktop.service import DesktopService
+from rigway.gateway.errors import ApiError
+from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.hostlink.routes import router as hostlink_router
+from rigway.gateway.keys.service import KeyService
+from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware
+from rigway.gateway.operations import router as operations_router
+from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.rigs.routes import agent_router
+from rigway.gateway.rigs.routes import router as rigs_router
+from rigway.gateway.rigs.service import RigService
+from rigway.gateway.services import Services
+from rigway.gateway.sessions.routes import router as sessions_router
+from rigway.gateway.sessions.service import SessionService
+from rigway.gateway.sessions.tasks import SessionTimers
+from rigway.gateway.settings import GatewaySettings
+
+logger = logging.getLogger(__name__)
+
+
+def build_services(settings: GatewaySettings, clock: Clock) -> Services:
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(settings.resolved_database_url())
+    db = session_factory(engine)
+    registry = HostRegistry()
+    sessions = SessionService(db, registry, clock, settings)
+    rigs = RigService(
+        db,
+        clock,
+        is_online=registry.is_online,
+        active_session_for=lambda rig_id: getattr(sessions.live.for_rig(rig_id), "id", None),
+        pairing_code_ttl_s=settings.pairing_code_ttl_s,
+    )
+    api_keys = ApiKeyAuthenticator(db, clock)
+    return Services(
+        settings=settings,
+        clock=clock,
+        engine=engine,
+        db=db,
+        registry=registry,
+        api_keys=api_keys,
+        keys=KeyService(db, clock, api_keys),
+        accounts=AccountService(db, clock),
+        rate_limits=RateLimits(
+            settings.request_rate_limit, settings.input_event_rate_limit, settings.redis_url
+        ),
+        rigs=rigs,
+        sessions=sessions,
+        timers=SessionTimers(sessions, settings),
+        desktop=DesktopService(sessions, registry, settings),
+    )
+
+
+def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> FastAPI:
+    services = build_services(settings, clock if clock is not None else SystemClock())
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await apply_migrations(services.engine)
+        orphans = await services.sessions.load_active()
+        services.timers.adopt_orphans(orphans)
+        services.timers.start()
+        try:
+            yield
+        finally:
+            await services.timers.stop()
+            await services.registry.close_all()
+            await services.sessions.drain()
+            await services.sessions.flush_activity()
+            await services.engine.dispose()
+
+    app = FastAPI(
+        title="Rigway API",
+        version="1.0.0",
+        summary=f"See and drive real desktops (gateway {__version__})",
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    _install_error_handlers(app)
+    for router in (
+        operations_router,
+        rigs_router,
+        agent_router,
+        sessions_router,
+        desktop_router,
+        hostlink_router,
+    ):
+        app.include_router(router)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestIdMiddleware)
+    return app
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": f"invalid_request: {_describe(exc)}"}, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        code = codes.get(exc.status_code, "invalid_request")
+        return JSONResponse(
+            {"error": f"{code}: {exc.detail}"}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
+        logger.exception("unhandled error", exc_info=exc)
+        return JSONResponse({"error": "internal_error"}, status_code=500)
+
+
+def _describe(exc: RequestValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    location = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+    message = str(first.get("msg", "invalid"))
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{location}: {message}{more}"[:500] if location else f"{message}{more}"[:500]

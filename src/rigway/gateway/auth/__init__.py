@@ -1,0 +1,1 @@
+"""Who is calling: API keys, console tokens and rig tokens."""

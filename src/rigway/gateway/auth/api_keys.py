@@ -1,0 +1,141 @@
+"""API keys: `rgw_(live|test)_sk_<48 hex>`, stored as a SHA-256 hash with a lookup prefix.
+
+A key carries 192 random bits, so a plain SHA-256 is a sound at-rest hash (no password
+stretching is needed for a secret that cannot be guessed). Lookup is by the prefix
+(the key up to and including its first 8 hex characters), then the hash is compared in
+constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import ApiKey
+from rigway.gateway.errors import InsufficientScope, InvalidApiKey
+
+KEY_PATTERN = re.compile(r"^rgw_(live|test)_sk_[0-9a-f]{48}$")
+ALL_SCOPES: tuple[str, ...] = ("rigs:read", "rigs:wake", "sessions", "input", "apps", "stream")
+_PREFIX_LENGTH = len("rgw_live_sk_") + 8
+# last_used_at is bookkeeping, not an audit log: one write a minute per key is enough.
+_LAST_USED_WRITE_INTERVAL = timedelta(seconds=60)
+_CACHE_TTL_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ApiPrincipal:
+    account_id: str
+    key_id: str
+    environment: str
+    scopes: frozenset[str]
+
+    def require(self, scope: str) -> None:
+        if scope not in self.scopes:
+            raise InsufficientScope(f"this key lacks the {scope!r} scope")
+
+
+@dataclass(frozen=True, slots=True)
+class NewApiKey:
+    secret: str
+    prefix: str
+    key_hash: str
+
+
+def generate_api_key(environment: str) -> NewApiKey:
+    secret = f"rgw_{environment}_sk_{secrets.token_hex(24)}"
+    return NewApiKey(secret=secret, prefix=key_prefix(secret), key_hash=hash_secret(secret))
+
+
+def key_prefix(secret: str) -> str:
+    return secret[:_PREFIX_LENGTH]
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class _CachedKey:
+    principal: ApiPrincipal
+    key_hash: bytes
+    fetched_at: float
+    last_used_at: datetime | None
+
+
+class ApiKeyAuthenticator:
+    """Resolves bearer keys to principals, with a short in-process cache.
+
+    Revocation goes through `forget()` so it takes effect on the very next request.
+    """
+
+    def __init__(self, sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._cache: dict[str, _CachedKey] = {}
+
+    async def authenticate(self, authorization: str | None) -> ApiPrincipal:
+        secret = _bearer(authorization)
+        if secret is None or KEY_PATTERN.fullmatch(secret) is None:
+            raise InvalidApiKey("missing or malformed API key")
+        prefix = key_prefix(secret)
+        cached = self._cache.get(prefix)
+        if cached is None or self._clock.monotonic() - cached.fetched_at > _CACHE_TTL_S:
+            cached = await self._load(prefix)
+        if cached is None or not hmac.compare_digest(cached.key_hash, hash_secret(secret).encode()):
+            raise InvalidApiKey("unknown or revoked API key")
+        await self._touch(prefix, cached)
+        return cached.principal
+
+    def forget(self, prefix: str) -> None:
+        self._cache.pop(prefix, None)
+
+    async def _load(self, prefix: str) -> _CachedKey | None:
+        async with self._sessions() as db:
+            row = await db.scalar(
+                select(ApiKey).where(ApiKey.key_prefix == prefix, ApiKey.revoked_at.is_(None))
+            )
+        if row is None:
+            self._cache.pop(prefix, None)
+            return None
+        principal = ApiPrincipal(
+            account_id=row.account_id,
+            key_id=row.id,
+            environment=row.environment,
+            scopes=frozenset(row.scopes),
+        )
+        cached = _CachedKey(
+            principal, row.key_hash.encode(), self._clock.monotonic(), row.last_used_at
+        )
+        self._cache[prefix] = cached
+        return cached
+
+    async def _touch(self, prefix: str, cached: _CachedKey) -> None:
+        now = self._clock.now()
+        if (
+            cached.last_used_at is not None
+            and now - cached.last_used_at < _LAST_USED_WRITE_INTERVAL
+        ):
+            return
+        cached.last_used_at = now
+        async with self._sessions.begin() as db:
+            await db.execute(
+                update(ApiKey).where(ApiKey.key_prefix == prefix).values(last_used_at=now)
+            )
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if authorization is None:
+        return None
+    scheme, _, credentials = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not credentials:
+        return None
+    return credentials.strip()

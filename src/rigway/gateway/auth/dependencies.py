@@ -1,0 +1,27 @@
+"""FastAPI dependencies: the authenticated caller of a request, rate limited."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from rigway.gateway.auth.api_keys import ApiPrincipal
+from rigway.gateway.services import services_of
+
+# auto_error=False: a missing header is our 401 invalid_api_key, not FastAPI's 403.
+_bearer = HTTPBearer(auto_error=False, description="API key: rgw_(live|test)_sk_<hex>")
+
+
+async def api_principal(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> ApiPrincipal:
+    services = services_of(request)
+    principal = await services.api_keys.authenticate(request.headers.get("authorization"))
+    await services.rate_limits.hit_request(principal.key_id)
+    return principal
+
+
+ApiCaller = Annotated[ApiPrincipal, Depends(api_principal)]

@@ -1,0 +1,1 @@
+"""The SQL store: models, engine and Alembic migrations."""

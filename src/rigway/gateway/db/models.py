@@ -1,0 +1,171 @@
+"""Tables of the gateway store. Every state change elsewhere is a conditional UPDATE
+(`… WHERE status = 'active'`) so it happens exactly once on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    text,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware UTC datetimes on every store (SQLite hands back naive ones)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    key_prefix: Mapped[str] = mapped_column(String(32), unique=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    environment: Mapped[str] = mapped_column(String(8))
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class Rig(Base):
+    __tablename__ = "rigs"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    os: Mapped[str] = mapped_column(String(128), default="")
+    gpu: Mapped[str] = mapped_column(String(128), default="")
+    api_access_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True, nullable=True)
+    native_width: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    native_height: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    capture_mode: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    agent_version: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    mac: Mapped[str | None] = mapped_column(String(17), nullable=True)
+    lan: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    last_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    unpaired_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class PairingCode(Base):
+    __tablename__ = "pairing_codes"
+    code_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    used_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+
+
+class Session(Base):
+    __tablename__ = "sessions"
+    __table_args__ = (
+        # One active session per rig, enforced by the store itself on both dialects.
+        Index(
+            "uq_sessions_active_rig",
+            "rig_id",
+            unique=True,
+            sqlite_where=text("status = 'active'"),
+            postgresql_where=text("status = 'active'"),
+        ),
+        Index("ix_sessions_account_status", "account_id", "status"),
+    )
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    rig_id: Mapped[str] = mapped_column(ForeignKey("rigs.id"), index=True)
+    api_key_id: Mapped[str | None] = mapped_column(String(36), nullable=True, index=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    ended_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    ended_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    idle_timeout_s: Mapped[int] = mapped_column(Integer)
+    last_activity_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    action_count: Mapped[int] = mapped_column(Integer, default=0)
+    capture_mode: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    native_width: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    native_height: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class Webhook(Base):
+    __tablename__ = "webhooks"
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    events: Mapped[list[str]] = mapped_column(JSON)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    secret_encrypted: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_delivery_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+class WebhookOutbox(Base):
+    """Events waiting for delivery: written in the same transaction as the state change
+    that caused them, so a crash between the two loses nothing."""
+
+    __tablename__ = "webhook_outbox"
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    event: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    dispatched_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True, index=True)

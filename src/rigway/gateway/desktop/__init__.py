@@ -1,0 +1,1 @@
+"""Session-scoped desktop operations: screen, dirty rects, observe, targets, input, apps."""

@@ -1,0 +1,154 @@
+"""HTTP routes of the session-scoped desktop operations (API key)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from rigway.gateway.auth.api_keys import ApiPrincipal
+from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.desktop.schemas import (
+    AppKillIn,
+    AppKillOut,
+    AppLaunchIn,
+    AppLaunchOut,
+    DirtyOut,
+    InputBatchIn,
+    InputBatchOut,
+    ObserveOut,
+    TargetsOut,
+)
+from rigway.gateway.desktop.service import ScreenParams
+from rigway.gateway.errors import InvalidRequest
+from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.services import services_of
+from rigway.gateway.sessions.live import LiveSession
+from rigway.protocol import ops
+
+router = APIRouter(tags=["desktop"])
+
+_SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
+
+
+def screen_params(
+    max_width: Annotated[int | None, Query(ge=16, le=16384)] = None,
+    quality: Annotated[int, Query(ge=40, le=100)] = 85,
+    x: Annotated[int | None, Query(ge=0, le=65535)] = None,
+    y: Annotated[int | None, Query(ge=0, le=65535)] = None,
+    w: Annotated[int | None, Query(ge=1, le=65535)] = None,
+    h: Annotated[int | None, Query(ge=1, le=65535)] = None,
+) -> ScreenParams:
+    given = [value is not None for value in (x, y, w, h)]
+    if any(given) and not all(given):
+        raise InvalidRequest("x, y, w and h come together or not at all")
+    region = None
+    if x is not None and y is not None and w is not None and h is not None:
+        region = ops.Region(x=x, y=y, w=w, h=h)
+    return ScreenParams(quality=quality, max_width=max_width, region=region)
+
+
+Screen = Annotated[ScreenParams, Depends(screen_params)]
+
+
+async def _live(request: Request, session_id: str, caller: ApiPrincipal, scope: str) -> LiveSession:
+    caller.require(scope)
+    return await services_of(request).sessions.require_live(caller.account_id, session_id)
+
+
+@router.get(
+    "/v1/sessions/{session_id}/screenshot",
+    response_class=Response,
+    responses={200: {"content": {"image/jpeg": {}}, "description": "JPEG"}, **_SCREEN_ERRORS},
+)
+async def screenshot(
+    request: Request, session_id: str, caller: ApiCaller, screen: Screen
+) -> Response:
+    live = await _live(request, session_id, caller, "sessions")
+    shot = await services_of(request).desktop.screenshot(live, screen)
+    return Response(
+        content=shot.jpeg,
+        media_type="image/jpeg",
+        headers={
+            "X-Screenshot-Width": str(shot.reply.width),
+            "X-Screenshot-Height": str(shot.reply.height),
+            "X-Screenshot-Native-Width": str(shot.reply.native_width),
+            "X-Screenshot-Native-Height": str(shot.reply.native_height),
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+@router.get("/v1/sessions/{session_id}/dirty", response_model=DirtyOut, responses=_SCREEN_ERRORS)
+async def dirty(request: Request, session_id: str, caller: ApiCaller) -> DirtyOut:
+    live = await _live(request, session_id, caller, "sessions")
+    return await services_of(request).desktop.dirty(live)
+
+
+@router.get(
+    "/v1/sessions/{session_id}/observe", response_model=ObserveOut, responses=_SCREEN_ERRORS
+)
+async def observe(
+    request: Request,
+    session_id: str,
+    caller: ApiCaller,
+    screen: Screen,
+    mark: Annotated[Literal[0, 1], Query()] = 0,
+    image: Annotated[Literal[0, 1], Query()] = 1,
+) -> JSONResponse:
+    live = await _live(request, session_id, caller, "sessions")
+    result = await services_of(request).desktop.observe(
+        live, screen, image=image == 1, mark=mark == 1 and image == 1
+    )
+    exclude = None if image == 1 else {"jpeg_base64"}
+    return JSONResponse(result.model_dump(mode="json", exclude=exclude))
+
+
+@router.get(
+    "/v1/sessions/{session_id}/targets", response_model=TargetsOut, responses=_SCREEN_ERRORS
+)
+async def targets(request: Request, session_id: str, caller: ApiCaller) -> TargetsOut:
+    live = await _live(request, session_id, caller, "sessions")
+    return await services_of(request).desktop.targets(live)
+
+
+@router.post(
+    "/v1/sessions/{session_id}/input", response_model=InputBatchOut, responses=_SCREEN_ERRORS
+)
+async def send_input(
+    request: Request, session_id: str, body: InputBatchIn, caller: ApiCaller
+) -> InputBatchOut:
+    """Runs 1 to 100 events in order; answers after the last one ran."""
+    live = await _live(request, session_id, caller, "input")
+    services = services_of(request)
+    await services.rate_limits.hit_input_events(caller.key_id, len(body.events))
+    count = await services.desktop.input(live, body)
+    return InputBatchOut(ok=True, count=count)
+
+
+@router.post(
+    "/v1/sessions/{session_id}/app/launch", response_model=AppLaunchOut, responses=_SCREEN_ERRORS
+)
+async def launch_app(
+    request: Request, session_id: str, body: AppLaunchIn, caller: ApiCaller
+) -> AppLaunchOut:
+    live = await _live(request, session_id, caller, "apps")
+    pid = await services_of(request).desktop.launch(live, body.path, body.args)
+    return AppLaunchOut(ok=True, pid=pid)
+
+
+@router.post(
+    "/v1/sessions/{session_id}/app/kill", response_model=AppKillOut, responses=_SCREEN_ERRORS
+)
+async def kill_app(
+    request: Request,
+    session_id: str,
+    caller: ApiCaller,
+    body: Annotated[AppKillIn | None, Body()] = None,
+) -> AppKillOut:
+    """Kills one launched app by pid, or all of this session's apps without a body."""
+    live = await _live(request, session_id, caller, "apps")
+    pid = None if body is None else body.pid
+    killed = await services_of(request).desktop.kill(live, pid)
+    return AppKillOut(ok=True, killed=killed)

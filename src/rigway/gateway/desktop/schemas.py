@@ -1,0 +1,190 @@
+"""Public shapes of the desktop operations. Input events are validated whole here,
+strictly (no `true` → 1, no floats for ints), before anything reaches the host."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from rigway.protocol.keys import UnknownKeyError, canonical_key, parse_chord
+
+_STRICT = ConfigDict(strict=True, extra="forbid")
+Coordinate = Annotated[int, Field(ge=0, le=65535)]
+DelayMs = Annotated[int, Field(ge=0, le=5000)]
+ScrollNotches = Annotated[int, Field(ge=-100, le=100)]
+MAX_TEXT_CHARS = 10_000
+
+
+class _Event(BaseModel):
+    model_config = _STRICT
+    delay_ms: DelayMs = 0
+
+
+class _PointEvent(_Event):
+    x: Coordinate | None = None
+    y: Coordinate | None = None
+
+    @model_validator(mode="after")
+    def _x_and_y_together(self) -> _PointEvent:
+        if (self.x is None) != (self.y is None):
+            raise ValueError("x and y come together or not at all")
+        return self
+
+
+class MouseMove(_PointEvent):
+    type: Literal["mouse_move"]
+    x: Coordinate
+    y: Coordinate
+
+
+class MouseClick(_PointEvent):
+    type: Literal["mouse_click"]
+    button: Literal["left", "right", "middle"] = "left"
+
+
+class MouseScroll(_PointEvent):
+    type: Literal["mouse_scroll"]
+    dx: ScrollNotches = 0
+    dy: ScrollNotches = 0
+
+
+class KeyPress(_Event):
+    type: Literal["key_press"]
+    key: str = Field(min_length=1, max_length=64)
+
+    @field_validator("key")
+    @classmethod
+    def _known_chord(cls, key: str) -> str:
+        try:
+            return "+".join(parse_chord(key))
+        except UnknownKeyError as exc:
+            raise ValueError(str(exc)) from exc
+
+
+class _SingleKey(_Event):
+    key: str = Field(min_length=1, max_length=32)
+
+    @field_validator("key")
+    @classmethod
+    def _known_key(cls, key: str) -> str:
+        try:
+            return canonical_key(key)
+        except UnknownKeyError as exc:
+            raise ValueError(str(exc)) from exc
+
+
+class KeyDown(_SingleKey):
+    type: Literal["key_down"]
+
+
+class KeyUp(_SingleKey):
+    type: Literal["key_up"]
+
+
+class TypeText(_Event):
+    type: Literal["type_text"]
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+
+
+InputEvent = Annotated[
+    MouseMove | MouseClick | MouseScroll | KeyPress | KeyDown | KeyUp | TypeText,
+    Field(discriminator="type"),
+]
+
+
+class InputBatchIn(BaseModel):
+    model_config = _STRICT
+    events: list[InputEvent] = Field(min_length=1, max_length=100)
+
+
+class InputBatchOut(BaseModel):
+    ok: bool
+    count: int
+
+
+class AppLaunchIn(BaseModel):
+    model_config = _STRICT
+    path: str = Field(min_length=1, max_length=4096)
+    args: list[Annotated[str, Field(max_length=4096)]] = Field(default_factory=list, max_length=64)
+
+
+class AppLaunchOut(BaseModel):
+    ok: bool
+    pid: int
+
+
+class AppKillIn(BaseModel):
+    model_config = _STRICT
+    pid: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
+
+
+class AppKillOut(BaseModel):
+    ok: bool
+    killed: list[int]
+
+
+class DirtyOut(BaseModel):
+    width: int
+    height: int
+    available: bool
+    capture_mode: str
+    rects: list[tuple[int, int, int, int]]
+
+
+class TargetOut(BaseModel):
+    id: str
+    x: int
+    y: int
+    w: int
+    h: int
+    role: str
+    name: str
+    source: Literal["uia", "cv", "grid", "client"]
+    focused: bool
+    masked: bool
+    value: str | None
+
+
+class TargetsOut(BaseModel):
+    width: int
+    height: int
+    targets: list[TargetOut]
+
+
+class ObserveTextOut(BaseModel):
+    window_title: str
+    window_role: str
+    targets: list[str]
+    summary: str
+
+
+class DirtyTakeOut(BaseModel):
+    width: int
+    height: int
+    rects: list[tuple[int, int, int, int]]
+
+
+class ObserveTimingOut(BaseModel):
+    total_ms: int
+    screenshot_rtt_ms: int
+    dirty_rtt_ms: int
+    targets_rtt_ms: int
+    host_jpeg_ms: int | None
+    host_uia_ms: int | None
+    image: bool
+
+
+class ObserveOut(BaseModel):
+    width: int
+    height: int
+    native_width: int
+    native_height: int
+    timestamp: int
+    jpeg_base64: str | None = None
+    dirty: DirtyTakeOut
+    changed: bool
+    targets: list[TargetOut]
+    text: ObserveTextOut
+    marked: bool
+    timing: ObserveTimingOut

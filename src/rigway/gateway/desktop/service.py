@@ -1,0 +1,300 @@
+"""Desktop operations of an active session, forwarded to its host over the link."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rigway.gateway.desktop.schemas import (
+    DirtyOut,
+    DirtyTakeOut,
+    InputBatchIn,
+    ObserveOut,
+    ObserveTextOut,
+    ObserveTimingOut,
+    TargetOut,
+    TargetsOut,
+)
+from rigway.gateway.errors import (
+    ApiError,
+    HostError,
+    HostTimeout,
+    InvalidRequest,
+    NotFound,
+    SessionEnded,
+)
+from rigway.gateway.hostlink.connection import (
+    HostConnection,
+    HostOpError,
+    HostReply,
+    HostTimeoutError,
+    HostUnavailableError,
+)
+from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.sessions.live import LiveSession
+from rigway.gateway.sessions.service import SessionService
+from rigway.gateway.settings import GatewaySettings
+from rigway.protocol import ops
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenParams:
+    quality: int = 85
+    max_width: int | None = None
+    region: ops.Region | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Screenshot:
+    jpeg: bytes
+    reply: ops.ScreenCaptured
+
+
+def _host_error(exc: Exception, what: str) -> ApiError:
+    if isinstance(exc, HostTimeoutError):
+        return HostTimeout(f"the host did not answer the {what} in time")
+    if isinstance(exc, HostOpError):
+        if exc.code == ops.ERROR_INVALID_REQUEST:
+            return InvalidRequest(exc.detail)
+        if exc.code == ops.ERROR_APP_NOT_FOUND:
+            return NotFound(exc.detail, code="app_not_found")
+        if exc.code == ops.ERROR_SESSION_MISMATCH:
+            return SessionEnded("the host no longer runs this session")
+        return HostError(f"{exc.code}: {exc.detail}" if exc.detail else exc.code)
+    return HostError(f"the host is not connected ({exc})")
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+class DesktopService:
+    def __init__(
+        self, sessions: SessionService, registry: HostRegistry, settings: GatewaySettings
+    ) -> None:
+        self._sessions = sessions
+        self._registry = registry
+        self._settings = settings
+
+    async def _call(
+        self, live: LiveSession, op: str, body: dict[str, Any], timeout_s: float, what: str
+    ) -> HostReply:
+        connection: HostConnection | None = self._registry.get(live.rig_id)
+        if connection is None:
+            raise HostError("the host is not connected")
+        try:
+            return await connection.request(op, {"session_id": live.id, **body}, timeout_s)
+        except (HostTimeoutError, HostOpError, HostUnavailableError) as exc:
+            raise _host_error(exc, what) from exc
+
+    def check_region(self, live: LiveSession, region: ops.Region | None) -> None:
+        if region is None or live.native_width is None or live.native_height is None:
+            return
+        if region.x + region.w > live.native_width or region.y + region.h > live.native_height:
+            raise InvalidRequest(
+                f"region {region.x},{region.y} {region.w}x{region.h} lies outside the "
+                f"{live.native_width}x{live.native_height} desktop"
+            )
+
+    async def screenshot(
+        self, live: LiveSession, params: ScreenParams, *, mark: bool = False
+    ) -> Screenshot:
+        self.check_region(live, params.region)
+        body = ops.ScreenCapture(
+            session_id=live.id,
+            quality=params.quality,
+            max_width=params.max_width,
+            region=params.region,
+            mark=mark,
+        ).model_dump(exclude={"session_id"})
+        reply = await self._call(
+            live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"
+        )
+        self._sessions.record_activity(live)
+        return Screenshot(reply.payload, ops.ScreenCaptured.model_validate(reply.body))
+
+    async def dirty(self, live: LiveSession) -> DirtyOut:
+        reply = await self._call(
+            live, ops.SCREEN_DIRTY, {}, self._settings.screen_timeout_s, "dirty read"
+        )
+        return DirtyOut.model_validate(ops.DirtyRects.model_validate(reply.body).model_dump())
+
+    async def target_snapshot(self, live: LiveSession) -> ops.TargetSnapshot:
+        reply = await self._call(
+            live, ops.A11Y_TARGETS, {}, self._settings.screen_timeout_s, "targets"
+        )
+        return ops.TargetSnapshot.model_validate(reply.body)
+
+    async def targets(self, live: LiveSession) -> TargetsOut:
+        """The spec: the list is empty when the host is unavailable, not an error."""
+        try:
+            snapshot = await self.target_snapshot(live)
+        except (HostError, HostTimeout):
+            return TargetsOut(
+                width=live.native_width or 0, height=live.native_height or 0, targets=[]
+            )
+        return TargetsOut(
+            width=snapshot.width, height=snapshot.height, targets=_public_targets(snapshot)
+        )
+
+    async def input(self, live: LiveSession, batch: InputBatchIn) -> int:
+        events = [event.model_dump() for event in batch.events]
+        for index, event in enumerate(events):
+            self._check_point(live, index, event.get("x"), event.get("y"))
+        # The host pauses delay_ms after each event: the deadline grows with them.
+        timeout_s = self._settings.host_timeout_s + sum(e["delay_ms"] for e in events) / 1000
+        self._sessions.record_activity(live)
+        reply = await self._call(
+            live, ops.INPUT_BATCH, {"events": events}, timeout_s, "input batch"
+        )
+        self._sessions.record_activity(live, actions=len(events))
+        return ops.InputDone.model_validate(reply.body).count
+
+    def _check_point(self, live: LiveSession, index: int, x: int | None, y: int | None) -> None:
+        if x is None or y is None or live.native_width is None or live.native_height is None:
+            return
+        if x >= live.native_width or y >= live.native_height:
+            raise InvalidRequest(
+                f"event {index}: point {x},{y} lies outside the "
+                f"{live.native_width}x{live.native_height} desktop"
+            )
+
+    async def launch(self, live: LiveSession, path: str, args: list[str]) -> int:
+        reply = await self._call(
+            live,
+            ops.APP_LAUNCH,
+            {"path": path, "args": args},
+            self._settings.host_timeout_s,
+            "app launch",
+        )
+        self._sessions.record_activity(live, actions=1)
+        return ops.AppLaunched.model_validate(reply.body).pid
+
+    async def kill(self, live: LiveSession, pid: int | None) -> list[int]:
+        reply = await self._call(
+            live, ops.APP_KILL, {"pid": pid}, self._settings.host_timeout_s, "app kill"
+        )
+        self._sessions.record_activity(live, actions=1)
+        return ops.AppsKilled.model_validate(reply.body).killed
+
+    async def observe(
+        self, live: LiveSession, params: ScreenParams, *, image: bool, mark: bool
+    ) -> ObserveOut:
+        """Three legs at once: screenshot (unless image=0), dirty take, targets."""
+        self.check_region(live, params.region)
+        started = time.perf_counter()
+        legs = await asyncio.gather(
+            _timed(self.screenshot(live, params, mark=mark)) if image else _none(),
+            _timed(self.dirty(live)),
+            _timed(self.target_snapshot(live)),
+            return_exceptions=True,
+        )
+        shot_leg, dirty_leg, targets_leg = legs
+        for leg in (shot_leg, dirty_leg):
+            if isinstance(leg, BaseException):
+                raise leg
+        assert not isinstance(dirty_leg, BaseException)
+        dirty, dirty_s = dirty_leg
+        snapshot, targets_s = (None, 0.0) if isinstance(targets_leg, BaseException) else targets_leg
+        if not image:
+            self._sessions.record_activity(live)
+        return _observe_result(
+            shot_leg,  # type: ignore[arg-type]
+            dirty,
+            dirty_s,
+            snapshot,
+            targets_s,
+            image,
+            started,
+        )
+
+
+async def _none() -> None:
+    return None
+
+
+async def _timed(work: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = await work
+    return result, time.perf_counter() - started
+
+
+def _public_targets(snapshot: ops.TargetSnapshot) -> list[TargetOut]:
+    # Redaction is decided on the host; the gateway enforces it once more.
+    return [
+        TargetOut.model_validate(
+            target.model_dump() | ({"value": ops.MASKED_VALUE} if target.masked else {})
+        )
+        for target in snapshot.targets
+    ]
+
+
+def _text_lines(targets: list[TargetOut]) -> list[str]:
+    lines = []
+    for index, target in enumerate(targets):
+        focus = " [focused]" if target.focused else ""
+        name = target.name or "(unnamed)"
+        lines.append(f"[{index}] {name} ({target.role}){focus} id={target.id}")
+    return lines
+
+
+def _summary(snapshot: ops.TargetSnapshot | None, targets: list[TargetOut]) -> str:
+    if snapshot is None:
+        return "targets unavailable: the host did not answer"
+    focused = next((t for t in targets if t.focused), None)
+    focus = f"focus on {focused.name or focused.role!r} ({focused.role})" if focused else "no focus"
+    title = snapshot.window_title or "(untitled)"
+    more = ", truncated" if snapshot.truncated else ""
+    return f"window {title!r}: {focus}; {len(targets)} targets{more}"
+
+
+def _observe_result(
+    shot_leg: tuple[Screenshot, float] | None,
+    dirty: DirtyOut,
+    dirty_s: float,
+    snapshot: ops.TargetSnapshot | None,
+    targets_s: float,
+    image: bool,
+    started: float,
+) -> ObserveOut:
+    targets = [] if snapshot is None else _public_targets(snapshot)
+    native_w = dirty.width
+    native_h = dirty.height
+    width, height, marked, jpeg_b64 = native_w, native_h, False, None
+    host_jpeg_ms: int | None = None
+    screenshot_s = 0.0
+    if shot_leg is not None:
+        shot, screenshot_s = shot_leg
+        width, height, marked = shot.reply.width, shot.reply.height, shot.reply.marked
+        host_jpeg_ms = round(shot.reply.host_jpeg_ms)
+        jpeg_b64 = base64.b64encode(shot.jpeg).decode()
+    return ObserveOut(
+        width=width,
+        height=height,
+        native_width=native_w,
+        native_height=native_h,
+        timestamp=int(time.time() * 1000),
+        jpeg_base64=jpeg_b64,
+        dirty=DirtyTakeOut(width=dirty.width, height=dirty.height, rects=dirty.rects),
+        changed=bool(dirty.rects) or not dirty.available,
+        targets=targets,
+        text=ObserveTextOut(
+            window_title=snapshot.window_title if snapshot is not None else "",
+            window_role=snapshot.window_role if snapshot is not None else "",
+            targets=_text_lines(targets),
+            summary=_summary(snapshot, targets),
+        ),
+        marked=marked,
+        timing=ObserveTimingOut(
+            total_ms=_ms(time.perf_counter() - started),
+            screenshot_rtt_ms=_ms(screenshot_s),
+            dirty_rtt_ms=_ms(dirty_s),
+            targets_rtt_ms=_ms(targets_s),
+            host_jpeg_ms=host_jpeg_ms,
+            host_uia_ms=None if snapshot is None else round(snapshot.host_uia_ms),
+            image=image,
+        ),
+    )

@@ -1,0 +1,103 @@
+"""Domain errors that carry their HTTP status and stable code, rendered by one handler.
+
+Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
+
+    ApiError
+    ├── InvalidRequest            400 invalid_request
+    ├── InvalidApiKey             401 invalid_api_key
+    ├── InvalidConsoleToken       401 invalid_console_token
+    ├── ApiAccessDisabled         403 api_access_disabled
+    ├── InsufficientScope         403 insufficient_scope
+    ├── NotFound                  404 <thing>_not_found
+    ├── Conflict                  409 rig_offline / rig_busy / webhook_limit / wake_unavailable
+    ├── SessionEnded              410 session_ended
+    ├── RateLimited               429 rate_limited / concurrency_limit (+ headers)
+    ├── HostError                 502 host_error
+    └── HostTimeout               504 host_timeout
+"""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    status: int = 500
+    code: str = "internal_error"
+
+    def __init__(self, detail: str = "", *, code: str | None = None) -> None:
+        super().__init__(detail or self.code)
+        self.detail = detail
+        if code is not None:
+            self.code = code
+        self.headers: dict[str, str] = {}
+
+    def body(self) -> dict[str, str]:
+        return {"error": f"{self.code}: {self.detail}" if self.detail else self.code}
+
+
+class InvalidRequest(ApiError):
+    status = 400
+    code = "invalid_request"
+
+
+class InvalidApiKey(ApiError):
+    status = 401
+    code = "invalid_api_key"
+
+
+class InvalidConsoleToken(ApiError):
+    status = 401
+    code = "invalid_console_token"
+
+
+class ApiAccessDisabled(ApiError):
+    status = 403
+    code = "api_access_disabled"
+
+
+class InsufficientScope(ApiError):
+    status = 403
+    code = "insufficient_scope"
+
+
+class NotFound(ApiError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(ApiError):
+    status = 409
+    code = "conflict"
+
+
+class SessionEnded(ApiError):
+    status = 410
+    code = "session_ended"
+
+
+class RateLimited(ApiError):
+    status = 429
+    code = "rate_limited"
+
+    def __init__(
+        self, detail: str = "", *, code: str | None = None, headers: dict[str, str]
+    ) -> None:
+        super().__init__(detail, code=code)
+        self.headers = headers
+
+
+class HostError(ApiError):
+    status = 502
+    code = "host_error"
+
+
+class HostTimeout(ApiError):
+    status = 504
+    code = "host_timeout"
+
+
+def rig_not_found() -> NotFound:
+    return NotFound(code="rig_not_found")
+
+
+def session_not_found() -> NotFound:
+    return NotFound(code="session_not_found")

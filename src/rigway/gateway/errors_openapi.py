@@ -1,0 +1,34 @@
+"""OpenAPI declarations of the error responses, so the schema tells clients (and
+schemathesis) what a route can answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class ErrorOut(BaseModel):
+    error: str
+
+
+_DESCRIPTIONS = {
+    400: "invalid_request",
+    401: "invalid_api_key / invalid_console_token",
+    403: "api_access_disabled / insufficient_scope",
+    404: "not found (or another account's)",
+    409: "conflict: rig_offline / rig_busy / webhook_limit / wake_unavailable",
+    410: "session_ended",
+    413: "request body too large",
+    429: "rate_limited / concurrency_limit",
+    502: "host_error",
+    504: "host_timeout",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    # 400 and 413 can follow from any body or query parameter, so every route has them.
+    return {
+        status: {"model": ErrorOut, "description": _DESCRIPTIONS[status]}
+        for status in sorted({400, 413, *statuses})
+    }

@@ -1,0 +1,1 @@
+"""The gateway end of the host link: one WebSocket per connected rig."""

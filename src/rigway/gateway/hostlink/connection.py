@@ -1,0 +1,194 @@
+"""One connected host agent: request/reply with ids and deadlines, heartbeats.
+
+`request()` is safe to call from many tasks at once (observe's three legs run
+concurrently); replies are matched by id. A reply that arrives after its deadline
+finds no waiter and is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from rigway.protocol import Hello, Ping, Pong, Reply, Request, decode_frame, encode_text
+from rigway.protocol.framing import FramingError
+
+logger = logging.getLogger(__name__)
+
+AgentRequestHandler = Callable[[str, "HostConnection", dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class HostReply:
+    body: dict[str, Any]
+    payload: bytes
+
+
+class HostTimeoutError(Exception):
+    """The host did not answer before the deadline."""
+
+
+class HostUnavailableError(Exception):
+    """The link closed before (or while) the request was sent."""
+
+
+class HostOpError(Exception):
+    """The host answered with an error."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+
+
+class HostConnection:
+    def __init__(
+        self,
+        rig_id: str,
+        websocket: WebSocket,
+        hello: Hello,
+        *,
+        heartbeat_interval_s: float,
+        monotonic: Callable[[], float],
+        on_agent_request: AgentRequestHandler,
+    ) -> None:
+        self.rig_id = rig_id
+        self.hello = hello
+        self._websocket = websocket
+        self._heartbeat_interval_s = heartbeat_interval_s
+        self._monotonic = monotonic
+        self._on_agent_request = on_agent_request
+        self._pending: dict[str, asyncio.Future[HostReply]] = {}
+        self._ids = itertools.count(1)
+        self._send_lock = asyncio.Lock()
+        self._last_heard = monotonic()
+        self._closed = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def is_open(self) -> bool:
+        return not self._closed.is_set()
+
+    async def request(self, op: str, body: dict[str, Any], timeout_s: float) -> HostReply:
+        if self._closed.is_set():
+            raise HostUnavailableError("the host link is closed")
+        request_id = f"g{next(self._ids)}"
+        waiter: asyncio.Future[HostReply] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = waiter
+        message = Request(id=request_id, op=op, deadline_ms=int(timeout_s * 1000), body=body)
+        try:
+            await self._send_text(message.model_dump())
+            async with asyncio.timeout(timeout_s):
+                return await waiter
+        except TimeoutError as exc:
+            raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def serve(self) -> None:
+        """Run until the link closes; fails every pending request when it does."""
+        heartbeat = asyncio.create_task(self._heartbeat())
+        try:
+            while True:
+                message = await self._websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                raw = message.get("bytes")
+                raw = raw if raw is not None else message.get("text")
+                if raw is None:
+                    continue
+                self._last_heard = self._monotonic()
+                await self._handle_frame(raw)
+        except (WebSocketDisconnect, FramingError, RuntimeError) as exc:
+            logger.info("host link of %s closed: %s", self.rig_id, exc)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+            self._fail_pending()
+            self._closed.set()
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        if self._closed.is_set():
+            return
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await self._websocket.close(code=code, reason=reason)
+        self._fail_pending()
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+    async def _handle_frame(self, raw: str | bytes) -> None:
+        header, payload = decode_frame(raw)
+        kind = header.get("t")
+        try:
+            if kind == "res":
+                self._resolve(Reply.model_validate(header), payload)
+            elif kind == "req":
+                self._spawn(self._answer_agent(Request.model_validate(header)))
+            elif kind == "ping":
+                await self._send_text(
+                    Pong(sent_at=Ping.model_validate(header).sent_at).model_dump()
+                )
+        except ValidationError as exc:
+            logger.warning("malformed %r frame from %s: %s", kind, self.rig_id, exc)
+
+    def _resolve(self, reply: Reply, payload: bytes) -> None:
+        waiter = self._pending.get(reply.id)
+        if waiter is None or waiter.done():
+            return
+        if reply.ok:
+            waiter.set_result(HostReply(reply.body, payload))
+        else:
+            error = reply.error
+            code, detail = (error.code, error.detail) if error is not None else ("host_error", "")
+            waiter.set_exception(HostOpError(code, detail))
+
+    async def _answer_agent(self, request: Request) -> None:
+        try:
+            body = await self._on_agent_request(request.op, self, request.body)
+            reply = Reply(id=request.id, ok=True, body=body)
+        except HostOpError as exc:
+            reply = Reply.model_validate(
+                {"id": request.id, "ok": False, "error": {"code": exc.code, "detail": exc.detail}}
+            )
+        with contextlib.suppress(HostUnavailableError):
+            await self._send_text(reply.model_dump())
+
+    async def _heartbeat(self) -> None:
+        interval = self._heartbeat_interval_s
+        while True:
+            await asyncio.sleep(interval)
+            if self._monotonic() - self._last_heard > 3 * interval:
+                logger.info("host %s silent for %.1f s; closing", self.rig_id, 3 * interval)
+                await self.close(code=4408, reason="heartbeat_timeout")
+                return
+            with contextlib.suppress(HostUnavailableError):
+                await self._send_text(Ping(sent_at=self._monotonic()).model_dump())
+
+    async def _send_text(self, message: dict[str, Any]) -> None:
+        try:
+            async with self._send_lock:
+                await self._websocket.send_text(encode_text(message))
+        except (RuntimeError, WebSocketDisconnect, OSError) as exc:
+            raise HostUnavailableError(str(exc)) from exc
+
+    def _fail_pending(self) -> None:
+        for waiter in self._pending.values():
+            if not waiter.done():
+                waiter.set_exception(HostUnavailableError("the host link closed"))
+        self._pending.clear()
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

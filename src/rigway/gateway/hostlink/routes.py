@@ -1,0 +1,99 @@
+"""`/v1/agent/connect`: the WebSocket a host agent dials with its rig token."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from fastapi import APIRouter, WebSocket
+from pydantic import ValidationError
+from starlette.websockets import WebSocketDisconnect
+
+from rigway.gateway.hostlink.connection import HostConnection, HostOpError
+from rigway.gateway.services import Services, services_of
+from rigway.protocol import PROTOCOL_VERSION, Hello, Welcome, decode_frame, encode_text, ops
+from rigway.protocol.framing import FramingError
+
+logger = logging.getLogger(__name__)
+router = APIRouter()
+
+CLOSE_BAD_TOKEN = 4401
+CLOSE_PROTOCOL = 4400
+_HELLO_TIMEOUT_S = 10.0
+
+
+@router.websocket("/v1/agent/connect")
+async def agent_connect(websocket: WebSocket) -> None:
+    services = services_of(websocket)
+    authorization = websocket.headers.get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    rig = await services.rigs.authenticate_rig_token(token if scheme.lower() == "bearer" else None)
+    await websocket.accept()
+    if rig is None:
+        await websocket.close(code=CLOSE_BAD_TOKEN, reason="invalid_rig_token")
+        return
+    hello = await _receive_hello(websocket)
+    if hello is None:
+        return
+    await services.rigs.record_hello(rig.id, hello)
+    connection = HostConnection(
+        rig.id,
+        websocket,
+        hello,
+        heartbeat_interval_s=services.settings.heartbeat_interval_s,
+        monotonic=services.clock.monotonic,
+        on_agent_request=lambda op, conn, body: _on_agent_request(services, op, conn, body),
+    )
+    ended = await services.sessions.ended_among(rig.id, hello.open_session_ids)
+    welcome = Welcome(
+        rig_id=rig.id,
+        heartbeat_interval_s=services.settings.heartbeat_interval_s,
+        ended_session_ids=ended,
+    )
+    await websocket.send_text(encode_text(welcome.model_dump()))
+    await services.registry.attach(connection)
+    services.timers.host_connected(rig.id)
+    logger.info("host %s connected (%s)", rig.id, hello.backend)
+    try:
+        await connection.serve()
+    finally:
+        if services.registry.detach(connection):
+            services.timers.host_disconnected(rig.id)
+            logger.info("host %s disconnected", rig.id)
+
+
+async def _receive_hello(websocket: WebSocket) -> Hello | None:
+    try:
+        async with asyncio.timeout(_HELLO_TIMEOUT_S):
+            message = await websocket.receive()
+        raw = message.get("text") or message.get("bytes")
+        if raw is None:
+            return None
+        header, _ = decode_frame(raw)
+        hello = Hello.model_validate(header)
+    except (TimeoutError, FramingError, ValidationError, WebSocketDisconnect, RuntimeError):
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+            await websocket.close(code=CLOSE_PROTOCOL, reason="expected_hello")
+        return None
+    if hello.protocol != PROTOCOL_VERSION:
+        await websocket.close(code=CLOSE_PROTOCOL, reason="protocol_unsupported")
+        return None
+    return hello
+
+
+async def _on_agent_request(
+    services: Services, op: str, connection: HostConnection, body: dict[str, Any]
+) -> dict[str, Any]:
+    if op != ops.SESSION_OWNER_KILL:
+        raise HostOpError(ops.ERROR_UNKNOWN_OP, f"the gateway has no operation {op!r}")
+    try:
+        request = ops.OwnerKill.model_validate(body)
+    except ValidationError as exc:
+        raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
+    live = services.sessions.live.for_rig(connection.rig_id)
+    if live is None or (request.session_id is not None and request.session_id != live.id):
+        return {"ended": False}
+    await services.sessions.end(live.id, "owner_kill", wait_for_host=False)
+    return {"ended": True}

@@ -1,0 +1,1 @@
+"""The embedded identity provider for single-machine deployments: keys, tokens, passwords."""

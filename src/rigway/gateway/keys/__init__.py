@@ -1,0 +1,1 @@
+"""API key management (console token)."""

@@ -1,0 +1,75 @@
+"""API key rules: create (secret shown once), list (prefix only), revoke."""
+
+from __future__ import annotations
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.auth.api_keys import ALL_SCOPES, ApiKeyAuthenticator, generate_api_key
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import ApiKey
+from rigway.gateway.errors import NotFound
+from rigway.gateway.ids import new_uuid
+from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyOut, CreateKeyIn
+
+
+def _view(row: ApiKey) -> ApiKeyOut:
+    return ApiKeyOut(
+        id=row.id,
+        name=row.name,
+        key_prefix=row.key_prefix,
+        environment=row.environment,  # type: ignore[arg-type]
+        scopes=list(row.scopes),
+        created_at=row.created_at,
+        last_used_at=row.last_used_at,
+    )
+
+
+class KeyService:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[DbSession],
+        clock: Clock,
+        authenticator: ApiKeyAuthenticator,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._authenticator = authenticator
+
+    async def create(self, account_id: str, request: CreateKeyIn) -> ApiKeyCreatedOut:
+        new_key = generate_api_key(request.environment)
+        scopes = list(ALL_SCOPES) if request.scopes is None else sorted(set(request.scopes))
+        row = ApiKey(
+            id=new_uuid(),
+            account_id=account_id,
+            name=request.name,
+            key_prefix=new_key.prefix,
+            key_hash=new_key.key_hash,
+            environment=request.environment,
+            scopes=scopes,
+            created_at=self._clock.now(),
+        )
+        async with self._sessions.begin() as db:
+            db.add(row)
+        return ApiKeyCreatedOut(**_view(row).model_dump(), secret=new_key.secret)
+
+    async def list(self, account_id: str) -> list[ApiKeyOut]:
+        async with self._sessions() as db:
+            rows = await db.scalars(
+                select(ApiKey)
+                .where(ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None))
+                .order_by(ApiKey.created_at)
+            )
+            return [_view(row) for row in rows]
+
+    async def revoke(self, account_id: str, key_id: str) -> ApiKeyOut:
+        async with self._sessions.begin() as db:
+            row = await db.get(ApiKey, key_id)
+            if row is None or row.account_id != account_id or row.revoked_at is not None:
+                raise NotFound(code="key_not_found")
+            await db.execute(
+                update(ApiKey).where(ApiKey.id == key_id).values(revoked_at=self._clock.now())
+            )
+        self._authenticator.forget(row.key_prefix)
+        return _view(row)

@@ -1,0 +1,1 @@
+"""Rigs: paired machines, their API access switch and pairing."""

@@ -1,0 +1,44 @@
+"""Public shapes of the rigs API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RigOut(BaseModel):
+    id: str
+    name: str
+    online: bool
+    gpu: str
+    os: str
+    api_access_enabled: bool
+    native_width: int | None
+    native_height: int | None
+    agent_version: str | None
+    last_seen_at: datetime | None
+    active_session_id: str | None
+
+
+class RigListOut(BaseModel):
+    rigs: list[RigOut]
+
+
+class PairIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    code: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=200)
+    os: str = Field(default="", max_length=128)
+    gpu: str = Field(default="", max_length=128)
+
+
+class PairOut(BaseModel):
+    rig_id: str
+    rig_token: str
+
+
+class PairingCodeOut(BaseModel):
+    code: str
+    expires_at: datetime

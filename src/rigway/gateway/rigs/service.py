@@ -1,0 +1,142 @@
+"""Rig rules: reading rigs with their live state, pairing agents, rig tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import PairingCode, Rig
+from rigway.gateway.errors import InvalidRequest, rig_not_found
+from rigway.gateway.ids import new_id
+from rigway.gateway.rigs import repository
+from rigway.gateway.rigs.schemas import PairingCodeOut, PairOut, RigOut
+from rigway.protocol import Hello
+
+# Pairing codes are typed by people: no 0/O or 1/I/L.
+_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+_RIG_TOKEN_PREFIX = "rgwr_"  # noqa: S105 (a public prefix, not a secret)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _normalise_code(code: str) -> str:
+    return code.replace("-", "").replace(" ", "").upper()
+
+
+class RigService:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[DbSession],
+        clock: Clock,
+        *,
+        is_online: Callable[[str], bool],
+        active_session_for: Callable[[str], str | None],
+        pairing_code_ttl_s: float,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._is_online = is_online
+        self._active_session_for = active_session_for
+        self._pairing_code_ttl_s = pairing_code_ttl_s
+
+    def view(self, rig: Rig) -> RigOut:
+        return RigOut(
+            id=rig.id,
+            name=rig.name,
+            online=self._is_online(rig.id),
+            gpu=rig.gpu,
+            os=rig.os,
+            api_access_enabled=rig.api_access_enabled,
+            native_width=rig.native_width,
+            native_height=rig.native_height,
+            agent_version=rig.agent_version,
+            last_seen_at=rig.last_seen_at,
+            active_session_id=self._active_session_for(rig.id),
+        )
+
+    async def list(self, account_id: str) -> list[RigOut]:
+        async with self._sessions() as db:
+            rigs = await repository.list_for_account(db, account_id)
+        return [self.view(rig) for rig in rigs]
+
+    async def get(self, account_id: str, rig_id: str) -> Rig:
+        async with self._sessions() as db:
+            rig = await repository.get_for_account(db, account_id, rig_id)
+        if rig is None:
+            raise rig_not_found()
+        return rig
+
+    async def create_pairing_code(self, account_id: str) -> PairingCodeOut:
+        raw = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(10))
+        expires_at = self._clock.now() + timedelta(seconds=self._pairing_code_ttl_s)
+        async with self._sessions.begin() as db:
+            db.add(
+                PairingCode(code_hash=_sha256(raw), account_id=account_id, expires_at=expires_at)
+            )
+        return PairingCodeOut(code=f"{raw[:5]}-{raw[5:]}", expires_at=expires_at)
+
+    async def pair(self, code: str, *, name: str, os: str, gpu: str) -> PairOut:
+        token = _RIG_TOKEN_PREFIX + secrets.token_hex(32)
+        now = self._clock.now()
+        async with self._sessions.begin() as db:
+            account_id = await repository.claim_pairing_code(
+                db, _sha256(_normalise_code(code)), now
+            )
+            if account_id is None:
+                raise InvalidRequest("pairing code is unknown, used or expired")
+            rig = Rig(
+                id=new_id("rig"),
+                account_id=account_id,
+                name=name,
+                os=os,
+                gpu=gpu,
+                api_access_enabled=False,
+                token_hash=_sha256(token),
+                created_at=now,
+            )
+            db.add(rig)
+        return PairOut(rig_id=rig.id, rig_token=token)
+
+    async def authenticate_rig_token(self, token: str | None) -> Rig | None:
+        if token is None or not token.startswith(_RIG_TOKEN_PREFIX):
+            return None
+        token_hash = _sha256(token)
+        async with self._sessions() as db:
+            rig = await repository.by_token_hash(db, token_hash)
+        # The index lookup already matched; compare again in constant time so the
+        # decision never rests on a short-circuiting string comparison.
+        if rig is None or rig.token_hash is None:
+            return None
+        return rig if hmac.compare_digest(rig.token_hash.encode(), token_hash.encode()) else None
+
+    async def record_hello(self, rig_id: str, hello: Hello) -> None:
+        async with self._sessions.begin() as db:
+            rig = await db.get(Rig, rig_id)
+            if rig is None:
+                return
+            rig.native_width = hello.native_width
+            rig.native_height = hello.native_height
+            rig.capture_mode = hello.capture_mode or None
+            rig.agent_version = hello.agent_version
+            rig.os = hello.os or rig.os
+            rig.gpu = hello.gpu or rig.gpu
+            rig.mac = hello.mac
+            rig.lan = hello.lan
+            rig.last_seen_at = self._clock.now()
+
+    async def set_api_access(self, account_id: str, rig_id: str, enabled: bool) -> Rig:
+        async with self._sessions.begin() as db:
+            rig = await repository.get_for_account(db, account_id, rig_id)
+            if rig is None:
+                raise rig_not_found()
+            rig.api_access_enabled = enabled
+        return rig

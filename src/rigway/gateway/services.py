@@ -1,0 +1,47 @@
+"""The gateway's services, built once by `create_app` and reached by routes through
+`request.app.state.services`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from starlette.requests import HTTPConnection
+
+from rigway.gateway.accounts.service import AccountService
+from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
+from rigway.gateway.clock import Clock
+from rigway.gateway.desktop.service import DesktopService
+from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.keys.service import KeyService
+from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.rigs.service import RigService
+from rigway.gateway.sessions.service import SessionService
+from rigway.gateway.sessions.tasks import SessionTimers
+from rigway.gateway.settings import GatewaySettings
+
+
+@dataclass
+class Services:
+    settings: GatewaySettings
+    clock: Clock
+    engine: AsyncEngine
+    db: async_sessionmaker[DbSession]
+    registry: HostRegistry
+    api_keys: ApiKeyAuthenticator
+    keys: KeyService
+    accounts: AccountService
+    rate_limits: RateLimits
+    rigs: RigService
+    sessions: SessionService
+    timers: SessionTimers
+    desktop: DesktopService
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def services_of(connection: HTTPConnection) -> Services:
+    services = connection.app.state.services
+    assert isinstance(services, Services)
+    return services

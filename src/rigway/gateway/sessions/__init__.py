@@ -1,0 +1,1 @@
+"""Sessions: the metered state machine between a caller and a rig."""

@@ -1,0 +1,91 @@
+"""In-memory state of the active sessions this gateway serves.
+
+The store is the record; this is the hot path. Activity (screenshot, observe, input)
+is counted here on every call and flushed to the store every few seconds and at end,
+so a screenshot costs no SQL write.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from rigway.gateway.db.models import Session
+
+
+@dataclass(slots=True)
+class LiveSession:
+    id: str
+    account_id: str
+    rig_id: str
+    api_key_id: str | None
+    mode: str
+    idle_timeout_s: int
+    started_at: datetime
+    last_activity_at: datetime
+    action_count: int
+    native_width: int | None
+    native_height: int | None
+    capture_mode: str | None
+    has_unflushed_activity: bool = False
+
+    @classmethod
+    def from_row(cls, row: Session) -> LiveSession:
+        return cls(
+            id=row.id,
+            account_id=row.account_id,
+            rig_id=row.rig_id,
+            api_key_id=row.api_key_id,
+            mode=row.mode,
+            idle_timeout_s=row.idle_timeout_s,
+            started_at=row.started_at,
+            last_activity_at=row.last_activity_at,
+            action_count=row.action_count,
+            native_width=row.native_width,
+            native_height=row.native_height,
+            capture_mode=row.capture_mode,
+        )
+
+    def record_activity(self, now: datetime, actions: int) -> None:
+        self.last_activity_at = max(self.last_activity_at, now)
+        self.action_count += actions
+        self.has_unflushed_activity = True
+
+    def is_idle(self, now: datetime) -> bool:
+        return (now - self.last_activity_at).total_seconds() >= self.idle_timeout_s
+
+    def is_too_old(self, now: datetime, max_age_s: float) -> bool:
+        return (now - self.started_at).total_seconds() >= max_age_s
+
+
+def billed_minutes(started_at: datetime, until: datetime) -> int:
+    """Whole minutes of wall clock, rounded up; any session bills at least one."""
+    seconds = max(0.0, (until - started_at).total_seconds())
+    return max(1, math.ceil(seconds / 60))
+
+
+class LiveSessions:
+    def __init__(self) -> None:
+        self._by_id: dict[str, LiveSession] = {}
+        self._by_rig: dict[str, str] = {}
+
+    def add(self, live: LiveSession) -> None:
+        self._by_id[live.id] = live
+        self._by_rig[live.rig_id] = live.id
+
+    def remove(self, session_id: str) -> LiveSession | None:
+        live = self._by_id.pop(session_id, None)
+        if live is not None and self._by_rig.get(live.rig_id) == session_id:
+            del self._by_rig[live.rig_id]
+        return live
+
+    def get(self, session_id: str) -> LiveSession | None:
+        return self._by_id.get(session_id)
+
+    def for_rig(self, rig_id: str) -> LiveSession | None:
+        session_id = self._by_rig.get(rig_id)
+        return None if session_id is None else self._by_id.get(session_id)
+
+    def all(self) -> list[LiveSession]:
+        return list(self._by_id.values())

@@ -1,0 +1,63 @@
+"""The only SQL of the sessions feature."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+
+from rigway.gateway.db.models import Session
+
+
+async def get(db: DbSession, session_id: str) -> Session | None:
+    return await db.get(Session, session_id)
+
+
+async def list_active(db: DbSession, account_id: str, api_key_id: str | None) -> list[Session]:
+    query = select(Session).where(Session.account_id == account_id, Session.status == "active")
+    if api_key_id is not None:
+        query = query.where(Session.api_key_id == api_key_id)
+    return list(await db.scalars(query.order_by(Session.started_at)))
+
+
+async def all_active(db: DbSession) -> list[Session]:
+    return list(await db.scalars(select(Session).where(Session.status == "active")))
+
+
+async def count_active(db: DbSession, account_id: str) -> int:
+    query = select(func.count()).where(Session.account_id == account_id, Session.status == "active")
+    return int(await db.scalar(query) or 0)
+
+
+async def transition(
+    db: DbSession, session_id: str, *, to_status: str, values: dict[str, Any]
+) -> bool:
+    """active → to_status, exactly once across every node: True for the one winner."""
+    result = await db.execute(
+        update(Session)
+        .where(Session.id == session_id, Session.status == "active")
+        .values(status=to_status, **values)
+    )
+    return bool(getattr(result, "rowcount", 0) == 1)
+
+
+async def set_host_facts(
+    db: DbSession, session_id: str, *, native_width: int, native_height: int, capture_mode: str
+) -> None:
+    await db.execute(
+        update(Session)
+        .where(Session.id == session_id)
+        .values(native_width=native_width, native_height=native_height, capture_mode=capture_mode)
+    )
+
+
+async def flush_activity(
+    db: DbSession, session_id: str, last_activity_at: datetime, action_count: int
+) -> None:
+    await db.execute(
+        update(Session)
+        .where(Session.id == session_id, Session.status == "active")
+        .values(last_activity_at=last_activity_at, action_count=action_count)
+    )

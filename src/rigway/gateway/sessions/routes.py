@@ -1,0 +1,65 @@
+"""HTTP routes of the sessions API (API key)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.services import services_of
+from rigway.gateway.sessions.schemas import CreateSessionIn, SessionListOut, SessionOut
+
+router = APIRouter(tags=["sessions"])
+
+
+@router.post(
+    "/v1/sessions",
+    response_model=SessionOut,
+    status_code=201,
+    responses=error_responses(401, 403, 404, 409, 429, 502, 504),
+)
+async def create_session(request: Request, body: CreateSessionIn, caller: ApiCaller) -> SessionOut:
+    caller.require("sessions")
+    return await services_of(request).sessions.create(caller.account_id, caller.key_id, body)
+
+
+@router.get("/v1/sessions", response_model=SessionListOut, responses=error_responses(401, 429))
+async def list_sessions(request: Request, caller: ApiCaller) -> SessionListOut:
+    """The active sessions created by this key."""
+    sessions = await services_of(request).sessions.list_active(caller.account_id, caller.key_id)
+    return SessionListOut(sessions=sessions)
+
+
+@router.get(
+    "/v1/sessions/{session_id}",
+    response_model=SessionOut,
+    responses=error_responses(401, 404, 429),
+)
+async def get_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+    return await services_of(request).sessions.get(caller.account_id, session_id)
+
+
+async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+    caller.require("sessions")
+    sessions = services_of(request).sessions
+    return await sessions.end_for_account(caller.account_id, session_id, "client")
+
+
+@router.delete(
+    "/v1/sessions/{session_id}",
+    response_model=SessionOut,
+    responses=error_responses(401, 403, 404, 429),
+)
+async def delete_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+    """Ends the session (idempotent: an ended session is returned unchanged)."""
+    return await _end(request, session_id, caller)
+
+
+@router.post(
+    "/v1/sessions/{session_id}/end",
+    response_model=SessionOut,
+    responses=error_responses(401, 403, 404, 429),
+)
+async def end_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+    """The same operation as DELETE /v1/sessions/{session_id}."""
+    return await _end(request, session_id, caller)

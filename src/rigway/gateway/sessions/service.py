@@ -1,0 +1,343 @@
+"""The session state machine: active → ended | failed, each transition exactly once.
+
+Every end reason of the spec has one code path into `end()`: client (DELETE or POST
+/end), owner_kill (console or the host tray), idle_timeout and max_age (the reaper),
+timeout (orphan cleanup at start), host_gone (host link lost past a grace) and
+unpaired (the owner unpairs the rig).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import Session
+from rigway.gateway.errors import (
+    ApiAccessDisabled,
+    Conflict,
+    HostError,
+    HostTimeout,
+    RateLimited,
+    SessionEnded,
+    rig_not_found,
+    session_not_found,
+)
+from rigway.gateway.hostlink.connection import (
+    HostOpError,
+    HostTimeoutError,
+    HostUnavailableError,
+)
+from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.ids import new_id
+from rigway.gateway.rigs import repository as rigs_repository
+from rigway.gateway.sessions import repository
+from rigway.gateway.sessions.live import LiveSession, LiveSessions, billed_minutes
+from rigway.gateway.sessions.schemas import CreateSessionIn, SessionOut
+from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.webhooks.outbox import SESSION_ENDED, SESSION_STARTED, enqueue_event
+from rigway.protocol import ops
+
+logger = logging.getLogger(__name__)
+
+
+class SessionService:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[DbSession],
+        registry: HostRegistry,
+        clock: Clock,
+        settings: GatewaySettings,
+    ) -> None:
+        self._sessions = sessions
+        self._registry = registry
+        self._clock = clock
+        self._settings = settings
+        self.live = LiveSessions()
+        self._end_locks: dict[str, asyncio.Lock] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    # ---- reads ----
+
+    def view(self, row: Session) -> SessionOut:
+        live = self.live.get(row.id) if row.status == "active" else None
+        last_activity_at = live.last_activity_at if live is not None else row.last_activity_at
+        action_count = live.action_count if live is not None else row.action_count
+        until = row.ended_at if row.ended_at is not None else self._clock.now()
+        return SessionOut(
+            session_id=row.id,
+            rig_id=row.rig_id,
+            mode=row.mode,  # type: ignore[arg-type]
+            status=row.status,  # type: ignore[arg-type]
+            started_at=row.started_at,
+            ended_at=row.ended_at,
+            ended_reason=row.ended_reason,  # type: ignore[arg-type]
+            billed_minutes=billed_minutes(row.started_at, until),
+            duration_seconds=int(max(0.0, (until - row.started_at).total_seconds())),
+            last_activity_at=last_activity_at,
+            action_count=action_count,
+            idle_timeout_seconds=row.idle_timeout_s,
+            capture_mode=row.capture_mode,
+            native_width=row.native_width,
+            native_height=row.native_height,
+        )
+
+    async def get(self, account_id: str, session_id: str) -> SessionOut:
+        return self.view(await self._row_for_account(account_id, session_id))
+
+    async def list_active(self, account_id: str, api_key_id: str | None) -> list[SessionOut]:
+        async with self._sessions() as db:
+            rows = await repository.list_active(db, account_id, api_key_id)
+        return [self.view(row) for row in rows]
+
+    async def require_live(self, account_id: str, session_id: str) -> LiveSession:
+        """The active session for a session-scoped operation: 404 or 410 otherwise."""
+        live = self.live.get(session_id)
+        if live is not None and live.account_id == account_id:
+            return live
+        row = await self._row_for_account(account_id, session_id)
+        if row.status != "active":
+            raise SessionEnded(f"session ended ({row.ended_reason or row.status})")
+        # Active in the store but not served here (a start still in flight).
+        raise SessionEnded("session is not live on this gateway")
+
+    def record_activity(self, live: LiveSession, actions: int = 0) -> None:
+        live.record_activity(self._clock.now(), actions)
+
+    # ---- create ----
+
+    async def create(
+        self, account_id: str, api_key_id: str | None, request: CreateSessionIn
+    ) -> SessionOut:
+        row = await self._insert_active(account_id, api_key_id, request)
+        live = LiveSession.from_row(row)
+        self.live.add(live)
+        try:
+            started = await self._start_on_host(row)
+        except (HostError, HostTimeout):
+            self.live.remove(row.id)
+            async with self._sessions.begin() as db:
+                await repository.transition(
+                    db, row.id, to_status="failed", values={"ended_at": self._clock.now()}
+                )
+            raise
+        live.native_width, live.native_height = started.native_width, started.native_height
+        live.capture_mode = started.capture_mode
+        async with self._sessions.begin() as db:
+            await repository.set_host_facts(
+                db,
+                row.id,
+                native_width=started.native_width,
+                native_height=started.native_height,
+                capture_mode=started.capture_mode,
+            )
+            row = await self._reload(db, row.id)
+            enqueue_event(
+                db,
+                account_id=account_id,
+                event=SESSION_STARTED,
+                data=self._event_data(row),
+                now=self._clock.now(),
+            )
+        return self.view(row)
+
+    async def _insert_active(
+        self, account_id: str, api_key_id: str | None, request: CreateSessionIn
+    ) -> Session:
+        now = self._clock.now()
+        try:
+            async with self._sessions.begin() as db:
+                rig = await rigs_repository.get_for_account(db, account_id, request.rig_id)
+                if rig is None:
+                    raise rig_not_found()
+                if not rig.api_access_enabled:
+                    raise ApiAccessDisabled("the rig's owner has not enabled API access")
+                if not self._registry.is_online(rig.id):
+                    raise Conflict("the rig is offline", code="rig_offline")
+                active = await repository.count_active(db, account_id)
+                if active >= self._settings.max_concurrent_sessions:
+                    raise RateLimited(
+                        f"{active} of {self._settings.max_concurrent_sessions} "
+                        "concurrent sessions in use; end one first",
+                        code="concurrency_limit",
+                        headers={"Retry-After": "30"},
+                    )
+                row = Session(
+                    id=new_id("ses"),
+                    account_id=account_id,
+                    rig_id=rig.id,
+                    api_key_id=api_key_id,
+                    mode=request.mode,
+                    status="active",
+                    started_at=now,
+                    last_activity_at=now,
+                    idle_timeout_s=request.idle_timeout_seconds,
+                    action_count=0,
+                )
+                db.add(row)
+        except IntegrityError as exc:
+            raise Conflict("the rig already has an active session", code="rig_busy") from exc
+        return row
+
+    async def _start_on_host(self, row: Session) -> ops.SessionStarted:
+        connection = self._registry.get(row.rig_id)
+        if connection is None:
+            raise HostError("the rig went offline while the session started")
+        body = ops.SessionStart(session_id=row.id, mode=row.mode).model_dump()  # type: ignore[arg-type]
+        try:
+            reply = await connection.request(
+                ops.SESSION_START, body, self._settings.session_start_timeout_s
+            )
+            return ops.SessionStarted.model_validate(reply.body)
+        except HostTimeoutError as exc:
+            raise HostTimeout("the host did not acknowledge the session start") from exc
+        except (HostUnavailableError, HostOpError, ValueError) as exc:
+            raise HostError(f"the host could not start the session ({exc})") from exc
+
+    # ---- end ----
+
+    async def end(self, session_id: str, reason: str, *, wait_for_host: bool = True) -> Session:
+        """Ends an active session once; ending an ended one returns it unchanged."""
+        lock = self._end_locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            live = self.live.get(session_id)
+            now = self._clock.now()
+            async with self._sessions.begin() as db:
+                values: dict[str, object] = {"ended_at": now, "ended_reason": reason}
+                if live is not None:
+                    values |= {
+                        "last_activity_at": live.last_activity_at,
+                        "action_count": live.action_count,
+                    }
+                won = await repository.transition(db, session_id, to_status="ended", values=values)
+                row = await self._reload(db, session_id)
+                if won:
+                    enqueue_event(
+                        db,
+                        account_id=row.account_id,
+                        event=SESSION_ENDED,
+                        data=self._event_data(row),
+                        now=now,
+                    )
+            self._end_locks.pop(session_id, None)
+        if won:
+            self.live.remove(session_id)
+            logger.info("session %s ended: %s", session_id, reason)
+            restore = self._restore_on_host(row.rig_id, session_id, reason)
+            if wait_for_host:
+                await restore
+            else:
+                self._spawn(restore)
+        return row
+
+    async def end_for_account(self, account_id: str, session_id: str, reason: str) -> SessionOut:
+        await self._row_for_account(account_id, session_id)
+        return self.view(await self.end(session_id, reason))
+
+    async def _restore_on_host(self, rig_id: str, session_id: str, reason: str) -> None:
+        """Safety restore: best effort; an absent host restores when it reconnects
+        (the welcome lists the session as ended)."""
+        connection = self._registry.get(rig_id)
+        if connection is None:
+            return
+        body = ops.SessionEnd(session_id=session_id, reason=reason).model_dump()
+        try:
+            await connection.request(ops.SESSION_END, body, self._settings.host_timeout_s)
+        except (HostTimeoutError, HostUnavailableError, HostOpError) as exc:
+            logger.warning("safety restore of %s on %s failed: %s", session_id, rig_id, exc)
+
+    # ---- timers ----
+
+    async def reap(self) -> list[str]:
+        """Ends idle and over-age sessions; flushes activity. Returns ended ids."""
+        now = self._clock.now()
+        ended: list[str] = []
+        for live in self.live.all():
+            reason = None
+            if live.is_too_old(now, self._settings.max_session_age_s):
+                reason = "max_age"
+            elif live.is_idle(now):
+                reason = "idle_timeout"
+            if reason is not None:
+                await self.end(live.id, reason, wait_for_host=False)
+                ended.append(live.id)
+        await self.flush_activity()
+        return ended
+
+    async def flush_activity(self) -> None:
+        pending = [live for live in self.live.all() if live.has_unflushed_activity]
+        if not pending:
+            return
+        async with self._sessions.begin() as db:
+            for live in pending:
+                live.has_unflushed_activity = False
+                await repository.flush_activity(
+                    db, live.id, live.last_activity_at, live.action_count
+                )
+
+    async def load_active(self) -> list[LiveSession]:
+        """At start: adopt the store's active sessions (orphans until their host returns)."""
+        async with self._sessions() as db:
+            rows = await repository.all_active(db)
+        for row in rows:
+            self.live.add(LiveSession.from_row(row))
+        return self.live.all()
+
+    async def end_if_host_absent(self, rig_id: str, reason: str) -> str | None:
+        live = self.live.for_rig(rig_id)
+        if live is None or self._registry.is_online(rig_id):
+            return None
+        await self.end(live.id, reason, wait_for_host=False)
+        return live.id
+
+    async def ended_among(self, rig_id: str, session_ids: list[str]) -> list[str]:
+        """Of the sessions a reconnecting host still runs, those no longer active here."""
+        live = self.live.for_rig(rig_id)
+        return [sid for sid in session_ids if live is None or live.id != sid]
+
+    # ---- helpers ----
+
+    async def _row_for_account(self, account_id: str, session_id: str) -> Session:
+        async with self._sessions() as db:
+            row = await repository.get(db, session_id)
+        if row is None or row.account_id != account_id:
+            raise session_not_found()
+        return row
+
+    async def _reload(self, db: DbSession, session_id: str) -> Session:
+        row = await repository.get(db, session_id)
+        assert row is not None
+        await db.refresh(row)
+        return row
+
+    def _event_data(self, row: Session) -> dict[str, object]:
+        data: dict[str, object] = {
+            "session_id": row.id,
+            "rig_id": row.rig_id,
+            "mode": row.mode,
+            "status": row.status,
+            "billed_minutes": billed_minutes(
+                row.started_at, row.ended_at if row.ended_at is not None else self._clock.now()
+            ),
+        }
+        if row.ended_reason is not None:
+            data["ended_reason"] = row.ended_reason
+        return data
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def drain(self) -> None:
+        """Waits for background restores (tests and shutdown)."""
+        while self._background:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*self._background)

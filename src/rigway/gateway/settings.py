@@ -1,0 +1,83 @@
+"""Gateway settings, built once in `main()` (or a test) and passed in.
+
+Sources, later wins: defaults, an optional TOML file named by `RIGWAY_CONFIG`, then
+`RIGWAY_*` environment variables. Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class GatewaySettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    state_dir: Path = Path(".rigway")
+    database_url: str | None = None  # None: a SQLite file in state_dir
+    redis_url: str | None = None
+    public_base_url: str = "http://127.0.0.1:8080"
+
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_session_age_s: float = Field(default=8 * 3600, gt=0)
+    max_concurrent_sessions: int = Field(default=5, ge=1)
+    default_idle_timeout_s: int = 900
+
+    # Host link
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    host_gone_grace_s: float = Field(default=10.0, ge=0)
+    orphan_grace_s: float = Field(default=30.0, ge=0)
+    screen_timeout_s: float = Field(default=5.0, gt=0)
+    host_timeout_s: float = Field(default=10.0, gt=0)
+    session_start_timeout_s: float = Field(default=10.0, gt=0)
+    reaper_interval_s: float = Field(default=1.0, gt=0)
+
+    # Rate limits per API key (`limits` notation).
+    request_rate_limit: str = "1200/minute"
+    input_event_rate_limit: str = "3000/minute"
+
+    pairing_code_ttl_s: float = 600.0
+
+    webhook_allow_private_targets: bool = False
+    webhook_ca_bundle: str | None = None
+    wake_broadcast: str = "255.255.255.255:9"
+
+    def resolved_database_url(self) -> str:
+        if self.database_url is not None:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.state_dir / 'rigway.db').resolve()}"
+
+
+_ENV_FIELDS: dict[str, str] = {
+    "RIGWAY_STATE_DIR": "state_dir",
+    "RIGWAY_DATABASE_URL": "database_url",
+    "RIGWAY_REDIS_URL": "redis_url",
+    "RIGWAY_PUBLIC_BASE_URL": "public_base_url",
+    "RIGWAY_MAX_SESSION_AGE_SECONDS": "max_session_age_s",
+    "RIGWAY_MAX_CONCURRENT_SESSIONS": "max_concurrent_sessions",
+    "RIGWAY_REQUEST_RATE_LIMIT": "request_rate_limit",
+    "RIGWAY_INPUT_EVENT_RATE_LIMIT": "input_event_rate_limit",
+    "RIGWAY_HOST_GONE_GRACE_SECONDS": "host_gone_grace_s",
+    "RIGWAY_ORPHAN_GRACE_SECONDS": "orphan_grace_s",
+    "RIGWAY_WEBHOOK_ALLOW_PRIVATE_TARGETS": "webhook_allow_private_targets",
+    "RIGWAY_WEBHOOK_CA_BUNDLE": "webhook_ca_bundle",
+    "RIGWAY_WAKE_BROADCAST": "wake_broadcast",
+}
+
+
+def load_settings(environ: Mapping[str, str], **overrides: Any) -> GatewaySettings:
+    """Defaults < TOML file (`RIGWAY_CONFIG`) < environment < explicit overrides."""
+    values: dict[str, Any] = {}
+    config_path = environ.get("RIGWAY_CONFIG")
+    if config_path:
+        with open(config_path, "rb") as config_file:
+            values.update(tomllib.load(config_file))
+    for env_name, field_name in _ENV_FIELDS.items():
+        if env_name in environ:
+            values[field_name] = environ[env_name]
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return GatewaySettings.model_validate(values)

@@ -1,0 +1,1 @@
+"""Wake-on-LAN: MAC parsing, magic packets and sending them over UDP."""

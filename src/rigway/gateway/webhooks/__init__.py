@@ -1,0 +1,1 @@
+"""Webhooks: SSRF-guarded target checks, signing and delivery of session events."""

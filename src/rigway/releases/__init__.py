@@ -1,0 +1,1 @@
+"""Host agent releases: signed manifests shared by the gateway and the agent."""
