@@ -29,7 +29,13 @@ typecheck: setup
 unit: setup
 	.venv/bin/pytest -q
 
-test: lint typecheck unit
+# The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one.
+unit-postgres: setup
+	@if [ -n "$${RIGWAY_TEST_DATABASE_URL:-}" ]; then \
+	  .venv/bin/pytest -q -m postgres tests/gateway tests/e2e; \
+	else echo "RIGWAY_TEST_DATABASE_URL is unset: PostgreSQL run skipped"; fi
+
+test: system-deps lint typecheck unit unit-postgres
 
 bench: setup
 	$(PY) bench/run_all.py

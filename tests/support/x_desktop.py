@@ -19,11 +19,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import psutil
+from Xlib import X, display
+from Xlib.ext import xtest
 
 __all__ = ["TAG_VARIABLE", "XDesktop", "XDesktopError", "skip_reason", "wait_until"]
 
@@ -143,11 +146,28 @@ class XDesktop:
         read_fd, write_fd = os.pipe()
         try:
             self._server = subprocess.Popen(
-                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", self.geometry,
-                 "-nolisten", "tcp", "-noreset", "+extension", "DAMAGE", "+extension", "XTEST"],
-                pass_fds=(write_fd,), env=env, start_new_session=True,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
+                [
+                    "Xvfb",
+                    "-displayfd",
+                    str(write_fd),
+                    "-screen",
+                    "0",
+                    self.geometry,
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                    "+extension",
+                    "DAMAGE",
+                    "+extension",
+                    "XTEST",
+                ],
+                pass_fds=(write_fd,),
+                env=env,
+                start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             os.close(write_fd)
             write_fd = -1
             return f":{int(_read_line_from_fd(read_fd, deadline, 'Xvfb'))}"
@@ -163,9 +183,13 @@ class XDesktop:
             self._services.append(
                 subprocess.Popen(
                     ["dbus-daemon", "--session", "--nofork", f"--print-address={write_fd}"],
-                    pass_fds=(write_fd,), env=env, start_new_session=True,
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                )  # fmt: skip
+                    pass_fds=(write_fd,),
+                    env=env,
+                    start_new_session=True,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
             )
             os.close(write_fd)
             write_fd = -1
@@ -177,23 +201,22 @@ class XDesktop:
 
     def _spawn_service(self, argv: Sequence[str]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            list(argv), env=self.env, start_new_session=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            list(argv),
+            env=self.env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def _wait_for_window_manager(self, deadline: float) -> None:
-        from Xlib import X, display  # the test extra has python-xlib; import lazily
-
-        conn = display.Display(self.display)
-        try:
+        with self.x_connection() as conn:
             atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
             root = conn.screen().root
             while root.get_full_property(atom, X.AnyPropertyType) is None:
                 if time.monotonic() >= deadline:
                     raise XDesktopError("openbox did not start in time")
                 time.sleep(0.02)
-        finally:
-            conn.close()
 
     # -- apps ------------------------------------------------------------------------
     def launch(
@@ -207,10 +230,14 @@ class XDesktop:
         if not self.env:
             raise XDesktopError("the desktop is not running")
         proc = subprocess.Popen(
-            list(argv), env={**self.env, **(extra_env or {})}, start_new_session=True, text=True,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
+            list(argv),
+            env={**self.env, **(extra_env or {})},
+            start_new_session=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
         self._apps.append(proc)
         return proc
 
@@ -233,6 +260,39 @@ class XDesktop:
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
         return found
+
+    # -- inspection ------------------------------------------------------------------
+    @contextmanager
+    def x_connection(self) -> Iterator[Any]:
+        """A short-lived python-xlib connection to this desktop."""
+        conn = display.Display(self.display)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def held_keycodes(self) -> list[int]:
+        """Keycodes the server has down (QueryKeymap: 32 bytes, bit n is keycode n)."""
+        with self.x_connection() as conn:
+            keymap = conn.query_keymap()
+        return [8 * i + bit for i, byte in enumerate(keymap) for bit in range(8) if byte >> bit & 1]
+
+    def held_buttons(self) -> list[int]:
+        """Pointer buttons 1-5 the server has down (QueryPointer's mask)."""
+        masks = (X.Button1Mask, X.Button2Mask, X.Button3Mask, X.Button4Mask, X.Button5Mask)
+        with self.x_connection() as conn:
+            mask = conn.screen().root.query_pointer().mask
+        return [n for n, bit in enumerate(masks, start=1) if mask & bit]
+
+    def release_everything(self) -> None:
+        """Test isolation: a failed test must not leave a key or button down."""
+        keycodes, buttons = self.held_keycodes(), self.held_buttons()
+        with self.x_connection() as conn:
+            for keycode in keycodes:
+                xtest.fake_input(conn, X.KeyRelease, keycode)
+            for button in buttons:
+                xtest.fake_input(conn, X.ButtonRelease, button)
+            conn.sync()
 
     def _stop(self) -> None:
         server_pid = None if self._server is None else self._server.pid

@@ -190,7 +190,8 @@ class Dispatcher:
         _log.info("ending session %s (%s)", session.session_id, reason)
         self._guard.interrupt()
         released = await self._in_input_worker(self._guard.release_all)
-        killed = await self._best_effort("kill launched apps", self._apps.kill_all, [])
+        no_pids: list[int] = []
+        killed = await self._best_effort("kill launched apps", self._apps.kill_all, no_pids)
         await self._close_new_windows(session.window_baseline)
         return ops.SessionEnded(released_inputs=released, killed_pids=killed)
 
@@ -203,7 +204,9 @@ class Dispatcher:
         now = await self._list_windows()
         if now is None or not (now - baseline):
             return
-        await self._best_effort("close windows", partial(self._desktop.close_windows, now - baseline), None)
+        await self._best_effort(
+            "close windows", partial(self._desktop.close_windows, now - baseline), None
+        )
 
     async def _best_effort(self, what: str, fn: Callable[[], _T], default: _T) -> _T:
         # A restore step that fails must not stop the steps after it.
@@ -222,9 +225,13 @@ class Dispatcher:
     def _require_session(self, session_id: str) -> None:
         active = self.active_session_id
         if active is None:
-            raise HostOpError(ops.ERROR_SESSION_MISMATCH, f"no session is running; got {session_id}")
+            raise HostOpError(
+                ops.ERROR_SESSION_MISMATCH, f"no session is running; got {session_id}"
+            )
         if session_id != active:
-            raise HostOpError(ops.ERROR_SESSION_MISMATCH, f"session {session_id} is not running here")
+            raise HostOpError(
+                ops.ERROR_SESSION_MISMATCH, f"session {session_id} is not running here"
+            )
 
     # ---- screen and targets ----------------------------------------------------------
 

@@ -38,8 +38,8 @@ from rigway.protocol.framing import FramingError, decode_frame, encode_binary, e
 from rigway.protocol.messages import Hello, Reply, Request, Welcome
 
 __all__ = [
-    "GatewayOpError",
     "AgentLink",
+    "GatewayOpError",
     "LinkAuthError",
     "LinkConfigError",
     "LinkFatalError",
@@ -100,7 +100,7 @@ def backoff_delay_s(attempt: int, initial_s: float, max_s: float, rng: random.Ra
     """Delay before reconnect `attempt` (0-based): doubling from `initial_s` up to `max_s`,
     with "equal jitter" (half fixed, half random) so a gateway restart is not met by
     every rig at the same instant, yet no rig retries in a tight loop."""
-    ceiling = min(max_s, initial_s * (2 ** min(attempt, 32)))
+    ceiling = min(max_s, initial_s * 2.0 ** min(attempt, 32))
     return ceiling / 2 + rng.uniform(0.0, ceiling / 2)
 
 
@@ -216,7 +216,9 @@ class AgentLink:
         request_id = f"a{next(self._request_ids)}"
         reply_future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = reply_future
-        message = Request(id=request_id, op=op, deadline_ms=max(1, round(timeout_s * 1000)), body=body)
+        message = Request(
+            id=request_id, op=op, deadline_ms=max(1, round(timeout_s * 1000)), body=body
+        )
         try:
             await self._send(ws, message.model_dump())
             reply = await asyncio.wait_for(reply_future, timeout_s)
@@ -333,8 +335,9 @@ class AgentLink:
 
     async def _end_after_grace(self) -> None:
         await asyncio.sleep(self._session_grace_s)
-        _log.warning("host link still down after %.0f s: ending the local session",
-                     self._session_grace_s)
+        _log.warning(
+            "host link still down after %.0f s: ending the local session", self._session_grace_s
+        )
         self._grace_task = None
         await self._dispatcher.end_local_session("link_lost")
 
@@ -355,8 +358,9 @@ class AgentLink:
             interval_s = self._heartbeat_interval_s
             await asyncio.sleep(interval_s)
             if loop.time() - self._last_heard > SILENT_INTERVALS * interval_s:
-                _log.warning("gateway silent for %d heartbeats: dropping the link",
-                             SILENT_INTERVALS)
+                _log.warning(
+                    "gateway silent for %d heartbeats: dropping the link", SILENT_INTERVALS
+                )
                 # A dead peer never completes a close handshake: cut the socket.
                 ws.transport.abort()
                 return
@@ -414,7 +418,9 @@ class AgentLink:
         with contextlib.suppress(ConnectionClosed):
             await self._send(ws, reply, payload)
 
-    async def _run_op(self, request: Request, received_at: float) -> tuple[dict[str, Any], bytes | None]:
+    async def _run_op(
+        self, request: Request, received_at: float
+    ) -> tuple[dict[str, Any], bytes | None]:
         if request.op not in ORDERED_OPS:
             return await self._dispatcher.handle(request.op, request.body)
         lane = str(request.body.get("session_id"))
@@ -426,8 +432,12 @@ class AgentLink:
                 raise HostOpError(ops.ERROR_HOST, "deadline passed before the op could start")
             return await self._dispatcher.handle(request.op, request.body)
 
-    async def _send(self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None) -> None:
-        data: str | bytes = encode_text(message) if payload is None else encode_binary(message, payload)
+    async def _send(
+        self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
+    ) -> None:
+        data: str | bytes = (
+            encode_text(message) if payload is None else encode_binary(message, payload)
+        )
         async with self._send_lock:
             await ws.send(data)
 
@@ -441,9 +451,7 @@ def _raise_if_fatal(code: int | None, reason: str | None) -> None:
             f"the gateway does not support this agent's protocol (4400{why}); update the agent"
         )
     if code == CLOSE_REPLACED:
-        raise LinkReplacedError(
-            f"another agent connected as this rig (4409{why}); this one stops"
-        )
+        raise LinkReplacedError(f"another agent connected as this rig (4409{why}); this one stops")
 
 
 def _describe(exc: BaseException) -> str:

@@ -120,7 +120,6 @@ class InputGuard:
         return released
 
 
-
 def _release(release: Callable[[], None], name: str) -> bool:
     try:
         release()

@@ -199,9 +199,10 @@ class ScreenService:
         self._poll_damage(width, height)
         key = _CacheKey(params, (width, height))
         cache = self._cache
-        if self._desktop.has_damage and cache is not None and not cache.is_stale:
-            if cache.key == key:
-                return _frame(cache.image, key, started, cached=True)
+        is_fresh = cache is not None and not cache.is_stale and cache.key == key
+        if self._desktop.has_damage and is_fresh:
+            assert cache is not None
+            return _frame(cache.image, key, started, cached=True)
         frame = self._desktop.grab()
         grabbed_h, grabbed_w = frame.shape[:2]
         if (grabbed_w, grabbed_h) != (width, height):

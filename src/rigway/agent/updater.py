@@ -24,6 +24,8 @@ signed hash, not the server, vouches for the file.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import hmac
 import os
@@ -162,20 +164,20 @@ class Updater:
 
     async def _download_to(self, manifest: Manifest, target: Path) -> None:
         fd, temp_name = tempfile.mkstemp(dir=self._staging_dir, prefix=".download-")
-        temp_path = Path(temp_name)
         try:
             with os.fdopen(fd, "wb") as file:
                 try:
                     digest = await self._stream_into(manifest, file)
                 except httpx2.HTTPError as exc:
-                    raise UpdateRefused(f"release {manifest.version} download failed: {exc}") from exc
-                file.flush()
-                os.fsync(file.fileno())
+                    raise UpdateRefused(
+                        f"release {manifest.version} download failed: {exc}"
+                    ) from exc
+                await asyncio.to_thread(_flush_to_disk, file)
             if not hmac.compare_digest(digest.encode("ascii"), manifest.sha256.encode("ascii")):
                 raise UpdateRefused(f"release {manifest.version} does not match its sha256")
-            os.replace(temp_path, target)
+            await asyncio.to_thread(os.replace, temp_name, target)
         finally:
-            temp_path.unlink(missing_ok=True)
+            _remove_if_present(temp_name)
 
     async def _stream_into(self, manifest: Manifest, file: IO[bytes]) -> str:
         digest = hashlib.sha256()
@@ -243,8 +245,18 @@ def _write_atomically(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
+            _flush_to_disk(file)
         os.replace(temp_name, path)
     finally:
-        Path(temp_name).unlink(missing_ok=True)
+        _remove_if_present(temp_name)
+
+
+def _flush_to_disk(file: IO[bytes]) -> None:
+    # fsync before rename: after a crash the new name holds the whole file or nothing.
+    file.flush()
+    os.fsync(file.fileno())
+
+
+def _remove_if_present(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

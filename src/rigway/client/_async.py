@@ -1,4 +1,4 @@
-"""The asynchronous client: `AsyncRigway`, its resources and `AsyncSessionHandle`.
+"""The asynchronous client: `AsyncRigway` and its resources.
 
 The mirror of `_sync.py` with `await`: same `Operation`s, same `_core` decisions.
 """
@@ -9,7 +9,7 @@ import asyncio
 import builtins
 import random
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -18,26 +18,10 @@ import httpx2
 from . import _core
 from . import _operations as ops
 from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Operation
-from .errors import NotFoundError, RigwayError, SessionEndedError, TargetNotFoundError
-from .models import (
-    AgentRelease,
-    AppKillResult,
-    AppLaunchResult,
-    DirtyRects,
-    InputEvent,
-    InputResult,
-    MouseButton,
-    ObserveResult,
-    Rig,
-    Screenshot,
-    Session,
-    StreamCredentials,
-    Target,
-    TargetList,
-    WakeResult,
-)
+from ._session import AsyncSessionHandle
+from .models import AgentRelease, Rig, Session, WakeResult
 
-__all__ = ["AsyncAPIClient", "AsyncRigway", "AsyncSessionHandle", "PendingAsyncSession"]
+__all__ = ["AsyncAPIClient", "AsyncRigway", "PendingAsyncSession"]
 
 T = TypeVar("T")
 _Self = TypeVar("_Self", bound="AsyncAPIClient")
@@ -221,9 +205,7 @@ class AsyncSessions:
         session on exit. `mode` defaults to `desktop` and `idle_timeout_seconds`
         (60…3600) to 900 on the gateway.
         """
-        operation = ops.create_session(
-            rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds
-        )
+        operation = ops.create_session(rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds)
 
         async def start() -> AsyncSessionHandle:
             return AsyncSessionHandle(self._client, await self._client.request(operation))
@@ -250,7 +232,8 @@ class AsyncSessions:
 # ------------------------------------------------------------------------ client
 
 
-async def _asyncio_sleep(seconds: float) -> None:
+async def asyncio_sleep(seconds: float) -> None:
+    """`asyncio.sleep` with one plain signature: the default `sleep` seam."""
     await asyncio.sleep(seconds)
 
 
@@ -274,7 +257,7 @@ class AsyncRigway(AsyncAPIClient):
         max_retries: int = DEFAULT_MAX_RETRIES,
         transport: httpx2.AsyncBaseTransport | None = None,
         http_client: httpx2.AsyncClient | None = None,
-        sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep,
+        sleep: Callable[[float], Awaitable[None]] = asyncio_sleep,
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
     ) -> None:
@@ -292,222 +275,3 @@ class AsyncRigway(AsyncAPIClient):
         self.rigs = AsyncRigs(self)
         self.sessions = AsyncSessions(self)
         self.agent = AsyncAgent(self)
-
-
-# ---------------------------------------------------------------- session handle
-
-
-class AsyncSessionHandle:
-    """A live session (async): screens, grounding, input and apps for one session id.
-
-    As an async context manager it ALWAYS ends the session on exit, also when the body
-    raised; a failure to end then never hides the body's exception (added as a note).
-    """
-
-    def __init__(self, client: AsyncAPIClient, session: Session) -> None:
-        self._client = client
-        self._session = session
-        self._latest_targets: dict[str, Target] = {}
-
-    # -- state
-
-    @property
-    def info(self) -> Session:
-        """The latest known session record (refreshed by `refresh()` and `end()`)."""
-        return self._session
-
-    @property
-    def session_id(self) -> str:
-        """The session id."""
-        return self._session.session_id
-
-    @property
-    def id(self) -> str:
-        """The session id (same as `session_id`)."""
-        return self._session.session_id
-
-    @property
-    def rig_id(self) -> str:
-        """The rig this session runs on."""
-        return self._session.rig_id
-
-    @property
-    def status(self) -> str:
-        """`active`, `ended` or `failed`, as last seen."""
-        return self._session.status
-
-    @property
-    def native_width(self) -> int | None:
-        """Native desktop width in pixels, when the gateway reported it."""
-        return self._session.native_width
-
-    @property
-    def native_height(self) -> int | None:
-        """Native desktop height in pixels, when the gateway reported it."""
-        return self._session.native_height
-
-    @property
-    def latest_targets(self) -> list[Target]:
-        """Targets of the latest `targets()` or `observe()` call, used by `click(target=…)`."""
-        return list(self._latest_targets.values())
-
-    async def refresh(self) -> Session:
-        """Re-read the session record (status, action count, billing)."""
-        self._session = await self._client.request(ops.get_session(self.session_id))
-        return self._session
-
-    async def end(self) -> Session:
-        """End the session (idempotent); returns the final record with `ended_reason`."""
-        self._session = await self._client.request(ops.end_session(self.session_id))
-        return self._session
-
-    async def __aenter__(self) -> AsyncSessionHandle:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.end()
-        except (SessionEndedError, NotFoundError):
-            pass  # already over (idle timeout, owner kill, …): nothing left to end
-        except RigwayError as end_error:
-            if exc is None:
-                raise
-            exc.add_note(f"rigway: ending session {self.session_id} also failed: {end_error}")
-
-    # -- screens
-
-    async def screenshot(
-        self,
-        max_width: int | None = None,
-        quality: int | None = None,
-        region: ops.RegionLike | None = None,
-    ) -> Screenshot:
-        """A JPEG of the desktop (or of `region`, native x/y/w/h), long edge ≤ `max_width`."""
-        return await self._client.request(
-            ops.screenshot(self.session_id, max_width=max_width, quality=quality, region=region)
-        )
-
-    async def observe(
-        self,
-        max_width: int | None = None,
-        quality: int | None = None,
-        region: ops.RegionLike | None = None,
-        mark: bool = False,
-        image: bool = True,
-    ) -> ObserveResult:
-        """Frame, change flag, window text and click targets in one round trip.
-
-        Same arguments as `SessionHandle.observe`; remembers the targets for `click`.
-        """
-        result = await self._client.request(
-            ops.observe(
-                self.session_id,
-                max_width=max_width,
-                quality=quality,
-                region=region,
-                mark=mark,
-                image=image,
-            )
-        )
-        self._latest_targets = {target.id: target for target in result.targets}
-        return result
-
-    async def dirty(self) -> DirtyRects:
-        """Rectangles changed since the last take (each take consumes them)."""
-        return await self._client.request(ops.dirty(self.session_id))
-
-    async def targets(self) -> TargetList:
-        """Click targets of the focused window, in native pixels; remembered for `click`."""
-        result = await self._client.request(ops.targets(self.session_id))
-        self._latest_targets = {target.id: target for target in result.targets}
-        return result
-
-    async def stream(self) -> StreamCredentials:
-        """WebRTC signaling credentials for a live view of the desktop."""
-        return await self._client.request(ops.stream(self.session_id))
-
-    # -- input
-
-    async def _point(
-        self, x: int | None, y: int | None, target: Target | str | None
-    ) -> tuple[int | None, int | None]:
-        ops.check_click_args(x, y, target)
-        if target is None:
-            return x, y
-        found = ops.resolve_target(target, self._latest_targets)
-        if found is None:
-            # The id may come from a snapshot newer than ours (another client, a log).
-            await self.targets()
-            found = ops.resolve_target(target, self._latest_targets)
-        if found is None:
-            raise TargetNotFoundError(ops.target_id(target))
-        return found.center
-
-    async def click(
-        self,
-        x: int | None = None,
-        y: int | None = None,
-        *,
-        target: Target | str | None = None,
-        button: MouseButton = "left",
-    ) -> InputResult:
-        """Click at native (`x`, `y`), at a target's centre, or where the pointer is."""
-        px, py = await self._point(x, y, target)
-        return await self.input(ops.click_events(px, py, button=button, count=1))
-
-    async def double_click(
-        self,
-        x: int | None = None,
-        y: int | None = None,
-        *,
-        target: Target | str | None = None,
-        button: MouseButton = "left",
-    ) -> InputResult:
-        """Double-click, with the same arguments as `click`."""
-        px, py = await self._point(x, y, target)
-        return await self.input(ops.click_events(px, py, button=button, count=2))
-
-    async def move(self, x: int, y: int) -> InputResult:
-        """Move the pointer to native (`x`, `y`)."""
-        return await self.input([InputEvent.mouse_move(x, y)])
-
-    async def scroll(
-        self, dx: int = 0, dy: int = 0, x: int | None = None, y: int | None = None
-    ) -> InputResult:
-        """Scroll by wheel notches (`dy` < 0 scrolls down, `dx` > 0 right), at (`x`, `y`)."""
-        return await self.input([InputEvent.mouse_scroll(dx, dy, x=x, y=y)])
-
-    async def key(self, key: str) -> InputResult:
-        """Press and release a key or chord: `"enter"`, `"ctrl+s"`."""
-        return await self.input([InputEvent.key_press(key)])
-
-    async def key_down(self, key: str) -> InputResult:
-        """Press and hold a key (released by `key_up`, or when the session ends)."""
-        return await self.input([InputEvent.key_down(key)])
-
-    async def key_up(self, key: str) -> InputResult:
-        """Release a held key."""
-        return await self.input([InputEvent.key_up(key)])
-
-    async def type_text(self, text: str) -> InputResult:
-        """Type Unicode text as text (accents, CJK, emoji arrive as typed)."""
-        return await self.input([InputEvent.type_text(text)])
-
-    async def input(self, events: Sequence[ops.EventLike]) -> InputResult:
-        """Send a raw batch of 1…100 events (`InputEvent`s or dicts), run in order."""
-        return await self._client.request(ops.send_input(self.session_id, events))
-
-    # -- apps
-
-    async def launch(self, path: str, args: Sequence[str] | None = None) -> AppLaunchResult:
-        """Start a program by absolute path or by name on the rig's PATH; returns its pid."""
-        return await self._client.request(ops.launch_app(self.session_id, path, args))
-
-    async def kill(self, pid: int | None = None) -> AppKillResult:
-        """Kill one app this session launched (`pid`), or all of them (no pid)."""
-        return await self._client.request(ops.kill_app(self.session_id, pid))

@@ -44,7 +44,7 @@ M = TypeVar("M", bound=pydantic.BaseModel)
 # ------------------------------------------------------------------ configuration
 
 API_KEY_ENV = "RIGWAY_API_KEY"
-CONSOLE_TOKEN_ENV = "RIGWAY_CONSOLE_TOKEN"
+CONSOLE_TOKEN_ENV = "RIGWAY_CONSOLE_TOKEN"  # noqa: S105 (a variable name, not a secret)
 BASE_URL_ENV = "RIGWAY_BASE_URL"
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
@@ -297,9 +297,7 @@ def status_error(response: httpx2.Response, *, now: Callable[[], float]) -> APIS
     error_class = _STATUS_ERRORS.get(status)
     if error_class is None:
         error_class = InternalServerError if status >= 500 else APIStatusError
-    return error_class(
-        message, code=code, response=response, request_id=request_id, detail=detail
-    )
+    return error_class(message, code=code, response=response, request_id=request_id, detail=detail)
 
 
 def connection_error(exc: httpx2.TransportError) -> APIConnectionError:
@@ -335,7 +333,7 @@ def parse_retry_after(headers: httpx2.Headers, *, now: float) -> float | None:
 
 def backoff_delay(attempt: int, *, random: Callable[[], float]) -> float:
     """Jittered exponential backoff before retry number `attempt + 1` (0-based)."""
-    delay = min(INITIAL_RETRY_DELAY_S * 2**attempt, MAX_RETRY_DELAY_S)
+    delay = min(INITIAL_RETRY_DELAY_S * 2.0**attempt, MAX_RETRY_DELAY_S)
     return delay * (1.0 - RETRY_JITTER_RATIO * random())
 
 

@@ -13,7 +13,7 @@ __all__ = ["Region", "image_to_native", "native_to_image"]
 
 
 class Region(NamedTuple):
-    """A rectangle of the native desktop: origin `x`, `y`, size `w` × `h` (native pixels)."""
+    """A rectangle of the native desktop: origin `x`, `y`, size `w` x `h` (native pixels)."""
 
     x: int
     y: int
@@ -33,10 +33,10 @@ def image_to_native(
     image_h: int,
     area: Region,
 ) -> tuple[int, int]:
-    """Map a point of an `image_w`×`image_h` image showing `area` onto native pixels.
+    """Map a point of an `image_w`x`image_h` image showing `area` onto native pixels.
 
     Image pixel `i` covers native `[i·s, (i+1)·s)` with `s = area.w / image_w`; we return
-    the native pixel under the *centre* of the image pixel, so a 2× downscale maps image
+    the native pixel under the *centre* of the image pixel, so a 2x downscale maps image
     pixel 10 to native 21 (not the edge, 20). At scale 1 the mapping is the identity.
     The result is clamped into `area`, because the gateway rejects a point outside the
     native desktop with a 400 and a model's click on the last image pixel must still land.

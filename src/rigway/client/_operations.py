@@ -79,9 +79,7 @@ def wake_rig(rig_id: str) -> Operation[WakeResult]:
     )
 
 
-def update_rig(
-    rig_id: str, *, api_access_enabled: bool | None, name: str | None
-) -> Operation[Rig]:
+def update_rig(rig_id: str, *, api_access_enabled: bool | None, name: str | None) -> Operation[Rig]:
     """PATCH /v1/rigs/{id} (console): only the fields given."""
     return Operation(
         "PATCH",
@@ -404,9 +402,7 @@ def revoke_key(key_id: str) -> Operation[None]:
 
 def list_webhooks() -> Operation[list[Webhook]]:
     """GET /v1/webhooks (console)."""
-    return Operation(
-        "GET", "/v1/webhooks", lambda r: _core.decode_list(r, Webhook, key="webhooks")
-    )
+    return Operation("GET", "/v1/webhooks", lambda r: _core.decode_list(r, Webhook, key="webhooks"))
 
 
 def _decode_webhook_created(response: httpx2.Response) -> WebhookCreated:

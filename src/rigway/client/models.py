@@ -274,7 +274,7 @@ class InputEvent(_Model):
 class Screenshot(_Model):
     """A JPEG of the desktop, with what is needed to map its pixels back to native.
 
-    `width`×`height` is the JPEG's size; `native_width`×`native_height` the desktop's.
+    `width`x`height` is the JPEG's size; `native_width`x`native_height` the desktop's.
     `region` is the native rectangle the image shows (None: the whole desktop).
     """
 
@@ -358,7 +358,7 @@ def _find_target(targets: list[Target], name: str | None, role: str | None) -> T
 
 
 class TargetList(_Model):
-    """Answer of `GET …/targets`: targets in native pixels of a `width`×`height` desktop."""
+    """Answer of `GET …/targets`: targets in native pixels of a `width`x`height` desktop."""
 
     width: int
     height: int
@@ -416,7 +416,7 @@ class ObserveTiming(_Model):
 class ObserveResult(_Model):
     """Frame, change flag, text and click targets in one round trip.
 
-    `width`×`height` is the image's size (also without an image, the size it would have);
+    `width`x`height` is the image's size (also without an image, the size it would have);
     targets are in native pixels. `jpeg_base64` is None when observed with `image=False`.
     """
 

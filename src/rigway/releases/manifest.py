@@ -174,7 +174,9 @@ def _refuse_floats(value: Any) -> None:
             _refuse_floats(item)
 
 
-def sign_manifest(manifest_fields: Mapping[str, Any], private_key: Ed25519PrivateKey) -> SignedManifest:
+def sign_manifest(
+    manifest_fields: Mapping[str, Any], private_key: Ed25519PrivateKey
+) -> SignedManifest:
     """Sign the fields (checked first, so a bad manifest is never signed)."""
     _parse_fields(manifest_fields)
     fields = dict(manifest_fields)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -94,8 +94,8 @@ async def observe(
     session_id: str,
     caller: ApiCaller,
     screen: Screen,
-    mark: Annotated[Literal[0, 1], Query()] = 0,
-    image: Annotated[Literal[0, 1], Query()] = 1,
+    mark: Annotated[int, Query(ge=0, le=1)] = 0,
+    image: Annotated[int, Query(ge=0, le=1)] = 1,
 ) -> JSONResponse:
     live = await _live(request, session_id, caller, "sessions")
     result = await services_of(request).desktop.observe(

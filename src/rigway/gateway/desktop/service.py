@@ -202,7 +202,7 @@ class DesktopService:
         if not image:
             self._sessions.record_activity(live)
         return _observe_result(
-            shot_leg,  # type: ignore[arg-type]
+            shot_leg,
             dirty,
             dirty_s,
             snapshot,

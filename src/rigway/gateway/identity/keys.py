@@ -13,6 +13,7 @@ JWK thumbprint, so it follows from the key and needs no storage of its own.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -125,10 +126,8 @@ def _create_key_file(path: Path, key: SigningKey) -> None:
             file.write(pem)
             file.flush()
             os.fsync(file.fileno())
-        try:
+        with contextlib.suppress(FileExistsError):
             os.link(temp_name, path)
-        except FileExistsError:
-            pass
     finally:
         os.unlink(temp_name)
 

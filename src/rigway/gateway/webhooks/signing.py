@@ -18,7 +18,7 @@ __all__ = [
     "signature_header",
 ]
 
-SECRET_PREFIX = "whsec_"
+SECRET_PREFIX = "whsec_"  # noqa: S105 (a prefix, not a secret)
 _SECRET_BYTES = 32
 
 

@@ -56,7 +56,9 @@ def bitset(bits: Sequence[int], words: int) -> list[int]:
     return [v - (1 << 32) if v >= 1 << 31 else v for v in out]
 
 
-def method(ref: Ref, interface: str, name: str, signature: str | None = None, body: tuple[Any, ...] = ()) -> Message:  # fmt: skip
+def method(
+    ref: Ref, interface: str, name: str, signature: str | None = None, body: tuple[Any, ...] = ()
+) -> Message:
     address = DBusAddress(ref[1], bus_name=ref[0], interface=IFACE + interface)
     return new_method_call(address, name, signature, body)
 
@@ -96,7 +98,9 @@ class AtspiConnection:
         self._conn: DBusConnection = open_dbus_connection(address, auth_timeout=AUTH_TIMEOUT_S)
         self._conn.sock.settimeout(SEND_TIMEOUT_S)
 
-    def call_many(self, messages: Sequence[Message], deadline: float) -> list[tuple[Any, ...] | None]:  # fmt: skip
+    def call_many(
+        self, messages: Sequence[Message], deadline: float
+    ) -> list[tuple[Any, ...] | None]:
         """Send all, then collect replies until the deadline; None for an error or no reply."""
         serials = []
         for message in messages:

@@ -43,6 +43,8 @@ class DamageTracker:
             ).check()
             self._region = conn.generate_id()
             self._xfixes.CreateRegion(self._region, 0, [], is_checked=True).check()
+            # The server damages the whole root on creation; start from a clean slate.
+            self.poll()
         except BaseException:
             conn.disconnect()
             raise

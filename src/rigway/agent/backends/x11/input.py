@@ -97,7 +97,8 @@ class X11Input:
     def scroll(self, dx: int, dy: int) -> None:
         """One wheel click per notch: dy < 0 scrolls down, dx > 0 scrolls right."""
         with self._session() as conn:
-            for notches, negative, positive in ((dy, WHEEL_DOWN, WHEEL_UP), (dx, WHEEL_LEFT, WHEEL_RIGHT)):  # fmt: skip
+            axes = ((dy, WHEEL_DOWN, WHEEL_UP), (dx, WHEEL_LEFT, WHEEL_RIGHT))
+            for notches, negative, positive in axes:
                 button = positive if notches > 0 else negative
                 for _ in range(abs(int(notches))):
                     xtest.fake_input(conn, X.ButtonPress, button)
@@ -141,9 +142,8 @@ class X11Input:
         self._send_key(held.keycode, down=False)
         if held.on_spare:
             self._spares_or_fail().unpin(held.keycode)
-        if held.added_shift and not any(h.added_shift for h in self._held.values()):
-            if "shift" not in self._held:
-                self._send_key(self._shift_keycode, down=False)
+        if held.added_shift and not self._is_shift_down():
+            self._send_key(self._shift_keycode, down=False)
 
     def _is_shift_down(self) -> bool:
         return "shift" in self._held or any(h.added_shift for h in self._held.values())

@@ -52,6 +52,7 @@ _NAMED_KEYSYMS: dict[str, int] = {
     **{f"f{n}": 0xFFBE + n - 1 for n in range(1, 25)},
 }
 
+
 def keysym_for_key(canonical: str) -> int:
     """The keysym of one canonical key name; raises KeyError for a non-canonical name."""
     named = _NAMED_KEYSYMS.get(canonical)
@@ -95,7 +96,7 @@ class KeyStroke:
 
 
 class KeyboardLayout:
-    """Where each keysym sits in the server's keyboard mapping (group 1, levels 1–2)."""
+    """Where each keysym sits in the server's keyboard mapping (group 1, levels 1 and 2)."""
 
     def __init__(self, first_keycode: int, rows: Sequence[Sequence[int]], exclude: Iterable[int]):
         excluded = set(exclude)

@@ -48,9 +48,26 @@ def window_owner_pid(conn: Any, window_id: int) -> int | None:
     return None
 
 
+def window_title(conn: Any, window_id: int) -> str | None:
+    """`_NET_WM_NAME` (UTF-8), else the legacy `WM_NAME`."""
+    window = conn.create_resource_object("window", window_id)
+    with suppress(error.XError):
+        utf8 = conn.intern_atom("UTF8_STRING")
+        name = window.get_full_property(conn.intern_atom("_NET_WM_NAME"), utf8)
+        if name is not None:
+            return _text(name.value)
+        legacy = window.get_wm_name()
+        return None if legacy is None else _text(legacy)
+    return None
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
 def _is_this_host(value: bytes | str) -> bool:
-    name = value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-    return name.rstrip("\0") in {socket.gethostname(), socket.getfqdn()}
+    # No getfqdn(): it can block on a DNS lookup.
+    return _text(value).rstrip("\0") == socket.gethostname()
 
 
 class X11Windows:

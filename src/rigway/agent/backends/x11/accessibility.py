@@ -1,0 +1,343 @@
+"""The accessibility snapshot: interactive controls of the active window, via AT-SPI.
+
+The walk, in four pipelined steps, all bounded by the budget's deadline:
+1. the active window: every application's windows and their states (STATE_ACTIVE);
+   toolkits that never set it (Chromium) are found through X11 `_NET_ACTIVE_WINDOW` →
+   owner pid → the AT-SPI application with that pid;
+2. `Collection.GetMatches` on that window: showing controls with interactive roles,
+   plus the focused object, walked inside the app in one round trip;
+3. role, state, name and screen extents of each match;
+4. values: the text of text controls (never of a `password text`: that role is masked
+   and its text is never requested), the state of toggles, the number of ranges.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from Xlib import X, display, error
+
+from rigway.agent.backends.base import AccessibilitySnapshot, AccessibleElement, WalkBudget
+from rigway.agent.backends.x11 import roles
+from rigway.agent.backends.x11.atspi import (
+    REGISTRY,
+    STATE_ACTIVE,
+    STATE_CHECKED,
+    STATE_FOCUSED,
+    STATE_INDETERMINATE,
+    STATE_PRESSED,
+    STATE_SHOWING,
+    AtspiConnection,
+    AtspiUnavailableError,
+    Ref,
+    accessibility_bus_address,
+    bitset,
+    bus_method,
+    get_property,
+    has_state,
+    method,
+)
+from rigway.agent.backends.x11.windows import window_owner_pid, window_title
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# One step may not take more than this even when the budget's deadline is later: a hung
+# application should cost a bounded time.
+STEP_TIMEOUT_S = 1.0
+CONNECT_TIMEOUT_S = 1.0
+MAX_VALUE_CHARS = 10_000
+MATCH_ALL, MATCH_ANY = 1, 2
+SORT_CANONICAL = 1
+MATCH_RULE_SIGNATURE = "(aiia{ss}iaiiasib)uib"
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    app: Ref
+    ref: Ref
+
+
+@dataclass(slots=True)
+class _Walk:
+    bus: AtspiConnection
+    deadline: float
+    truncated: bool = False
+
+    def step_deadline(self) -> float:
+        return min(self.deadline, time.monotonic() + STEP_TIMEOUT_S)
+
+    def calls(self, messages: Sequence[Any]) -> list[tuple[Any, ...] | None]:
+        replies = self.bus.call_many(messages, self.step_deadline())
+        if time.monotonic() >= self.deadline and any(r is None for r in replies):
+            self.truncated = True
+        return replies
+
+
+def _match_rule(states: Sequence[int], role_set: Sequence[int]) -> tuple[Any, ...]:
+    # "Don't care" is MATCH_ALL of an empty set (MATCH_EMPTY matches nothing).
+    return (
+        bitset(states, 2),
+        MATCH_ALL,
+        {},
+        MATCH_ALL,
+        bitset(role_set, 5),
+        MATCH_ANY if role_set else MATCH_ALL,
+        [],
+        MATCH_ALL,
+        False,
+    )
+
+
+class X11Accessibility:
+    """The accessibility role: its own a11y-bus and X connections, opened lazily."""
+
+    def __init__(
+        self, display_name: str, session_bus_address: str | None, screen_size: tuple[int, int]
+    ) -> None:
+        self._display_name = display_name
+        self._session_bus = session_bus_address
+        self._screen_w, self._screen_h = screen_size
+        self._lock = threading.Lock()
+        self._bus: AtspiConnection | None = None
+        self._x: Any = None
+
+    def snapshot(self, budget: WalkBudget) -> AccessibilitySnapshot:
+        deadline = time.monotonic() + budget.deadline_s
+        with self._lock:
+            try:
+                bus = self._connect(deadline)
+            except (AtspiUnavailableError, OSError, TimeoutError, KeyError) as exc:
+                logger.warning("no accessibility bus: %s", exc)
+                return AccessibilitySnapshot("", "", [], truncated=time.monotonic() >= deadline)
+            walk = _Walk(bus, deadline)
+            try:
+                return self._walk(walk, budget.max_elements)
+            except (OSError, ConnectionError) as exc:
+                logger.warning("accessibility bus lost: %s", exc)
+                self._drop_bus()
+                return AccessibilitySnapshot("", "", [], truncated=True)
+
+    def _walk(self, walk: _Walk, max_elements: int) -> AccessibilitySnapshot:
+        window = self._active_window(walk)
+        if window is None:
+            return AccessibilitySnapshot("", "", [], truncated=walk.truncated)
+        name, role = walk.calls(
+            [
+                get_property(window.ref, "Accessible", "Name"),
+                method(window.ref, "Accessible", "GetRole"),
+            ]
+        )
+        refs = self._matches(walk, window.ref, max_elements)
+        elements = self._describe(walk, refs)
+        title = "" if name is None else str(name[0][1])
+        return AccessibilitySnapshot(
+            window_title=title if title != "" else self._x_active_window_title(),
+            window_role="" if role is None else roles.role_name(int(role[0])),
+            elements=elements,
+            truncated=walk.truncated,
+        )
+
+    # -- step 1: the active window ---------------------------------------------------
+    def _active_window(self, walk: _Walk) -> _Window | None:
+        apps_reply = walk.calls([method(REGISTRY, "Accessible", "GetChildren")])[0]
+        apps: list[Ref] = [] if apps_reply is None else [tuple(a) for a in apps_reply[0]]
+        children = walk.calls([method(app, "Accessible", "GetChildren") for app in apps])
+        windows = [
+            _Window(app, tuple(ref))
+            for app, reply in zip(apps, children, strict=True)
+            if reply is not None
+            for ref in reply[0]
+        ]
+        states = walk.calls([method(w.ref, "Accessible", "GetState") for w in windows])
+        showing = []
+        for window, state in zip(windows, states, strict=True):
+            if state is not None and has_state(state[0], STATE_ACTIVE):
+                return window
+            if state is not None and has_state(state[0], STATE_SHOWING):
+                showing.append(window)
+        return self._window_of_x_active_pid(walk, showing)
+
+    def _window_of_x_active_pid(self, walk: _Walk, showing: list[_Window]) -> _Window | None:
+        """Fallback for toolkits that never set STATE_ACTIVE (seen: Chromium)."""
+        pid = self._x_active_window_pid()
+        if pid is None or not showing:
+            return None
+        apps = list(dict.fromkeys(w.app for w in showing))
+        pids = walk.calls([bus_method("GetConnectionUnixProcessID", "s", (a[0],)) for a in apps])
+        owned = {app for app, reply in zip(apps, pids, strict=True) if reply == (pid,)}
+        candidates = [w for w in showing if w.app in owned]
+        return candidates[0] if candidates else None
+
+    def _x_active_window_pid(self) -> int | None:
+        window_id = self._x_active_window()
+        return None if window_id is None else self._x_guarded(window_owner_pid, window_id)
+
+    def _x_active_window_title(self) -> str:
+        """The window manager's title: GTK often leaves the AT-SPI frame name empty."""
+        window_id = self._x_active_window()
+        title = None if window_id is None else self._x_guarded(window_title, window_id)
+        return "" if title is None else title
+
+    def _x_active_window(self) -> int | None:
+        def read(conn: Any) -> int | None:
+            atom = conn.intern_atom("_NET_ACTIVE_WINDOW")
+            active = conn.screen().root.get_full_property(atom, X.AnyPropertyType)
+            if active is None or len(active.value) == 0 or int(active.value[0]) == 0:
+                return None
+            return int(active.value[0])
+
+        return self._x_guarded(read)
+
+    def _x_guarded(self, query: Callable[..., T | None], *args: Any) -> T | None:
+        """Run an X query on this role's own connection; None when X fails."""
+        try:
+            if self._x is None:
+                self._x = display.Display(self._display_name)
+            return query(self._x, *args)
+        except (error.DisplayError, error.ConnectionClosedError, error.XError, OSError):
+            self._drop_x()
+            return None
+
+    # -- step 2: the matches ---------------------------------------------------------
+    def _matches(self, walk: _Walk, window: Ref, max_elements: int) -> list[Ref]:
+        cap = max(0, max_elements)
+        interactive_rule = _match_rule([STATE_SHOWING], sorted(roles.INTERACTIVE))
+        focused_rule = _match_rule([STATE_FOCUSED], [])
+        interactive, focused = walk.calls(
+            [
+                method(
+                    window,
+                    "Collection",
+                    "GetMatches",
+                    MATCH_RULE_SIGNATURE,
+                    (interactive_rule, SORT_CANONICAL, cap + 1, True),
+                ),
+                method(
+                    window,
+                    "Collection",
+                    "GetMatches",
+                    MATCH_RULE_SIGNATURE,
+                    (focused_rule, SORT_CANONICAL, 1, True),
+                ),
+            ]
+        )
+        refs: list[Ref] = [] if interactive is None else [tuple(r) for r in interactive[0]]
+        if len(refs) > cap:
+            walk.truncated = True
+            refs = refs[:cap]
+        for ref in [] if focused is None else [tuple(r) for r in focused[0]]:
+            if ref not in refs and cap > 0:
+                # The focused control matters most: it displaces the last match at the cap.
+                if len(refs) == cap:
+                    walk.truncated = True
+                    refs = refs[:-1]
+                refs.append(ref)
+        return refs
+
+    # -- steps 3 and 4: describe -----------------------------------------------------
+    def _describe(self, walk: _Walk, refs: list[Ref]) -> list[AccessibleElement]:
+        messages = []
+        for ref in refs:
+            messages += [
+                method(ref, "Accessible", "GetRole"),
+                method(ref, "Accessible", "GetState"),
+                get_property(ref, "Accessible", "Name"),
+                method(ref, "Component", "GetExtents", "u", (0,)),  # 0: screen coordinates
+            ]
+        replies = walk.calls(messages)
+        described = []
+        for i, ref in enumerate(refs):
+            role, state, name, extents = replies[4 * i : 4 * i + 4]
+            if role is None or state is None or name is None or extents is None:
+                continue  # the object went away between calls, or time ran out
+            box = self._clip(extents[0])
+            if box is not None:
+                described.append((ref, int(role[0]), list(state[0]), str(name[0][1]), box))
+        values = self._values(walk, [(ref, role, state) for ref, role, state, _, _ in described])
+        return [
+            AccessibleElement(
+                key=f"{ref[0]}{ref[1]}",
+                role=roles.role_name(role),
+                name=name,
+                x=box[0],
+                y=box[1],
+                w=box[2],
+                h=box[3],
+                focused=has_state(state, STATE_FOCUSED),
+                masked=role == roles.PASSWORD_TEXT,
+                value=values.get(ref),
+            )
+            for ref, role, state, name, box in described
+        ]
+
+    def _clip(self, extents: Sequence[int]) -> tuple[int, int, int, int] | None:
+        """Screen extents clipped to the desktop; None when nothing of it is on screen."""
+        x, y, w, h = (int(v) for v in extents)
+        left, top = max(0, x), max(0, y)
+        right, bottom = min(self._screen_w, x + w), min(self._screen_h, y + h)
+        if w <= 0 or h <= 0 or right <= left or bottom <= top:
+            return None
+        return (left, top, right - left, bottom - top)
+
+    def _values(self, walk: _Walk, described: list[tuple[Ref, int, list[int]]]) -> dict[Ref, str]:
+        values: dict[Ref, str] = {}
+        asked: list[tuple[Ref, int]] = []
+        messages = []
+        for ref, role, state in described:
+            if role in roles.TOGGLES:
+                values[ref] = _toggle_value(role, state)
+            elif role in roles.TEXTUAL:  # never PASSWORD_TEXT: it is not in TEXTUAL
+                asked.append((ref, role))
+                messages.append(method(ref, "Text", "GetText", "ii", (0, -1)))
+            elif role in roles.RANGES:
+                asked.append((ref, role))
+                messages.append(get_property(ref, "Value", "CurrentValue"))
+        for (ref, role), reply in zip(asked, walk.calls(messages), strict=True):
+            if reply is None:
+                continue
+            if role in roles.RANGES:
+                values[ref] = f"{float(reply[0][1]):g}"
+            else:
+                values[ref] = str(reply[0])[:MAX_VALUE_CHARS]
+        return values
+
+    # -- connections -----------------------------------------------------------------
+    def _connect(self, deadline: float) -> AtspiConnection:
+        if self._bus is None:
+            timeout_s = max(0.05, min(CONNECT_TIMEOUT_S, deadline - time.monotonic()))
+            session = self._session_bus if self._session_bus is not None else "SESSION"
+            self._bus = AtspiConnection(accessibility_bus_address(session, timeout_s))
+        return self._bus
+
+    def _drop_bus(self) -> None:
+        bus, self._bus = self._bus, None
+        if bus is not None:
+            bus.close()
+
+    def _drop_x(self) -> None:
+        conn, self._x = self._x, None
+        if conn is not None:
+            try:
+                conn.close()
+            except (error.ConnectionClosedError, OSError):
+                logger.debug("X connection already closed")
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_bus()
+            self._drop_x()
+
+
+def _toggle_value(role: int, state: list[int]) -> str:
+    if has_state(state, STATE_INDETERMINATE):
+        return "mixed"
+    on = has_state(state, STATE_CHECKED) or (
+        role == roles.TOGGLE_BUTTON and has_state(state, STATE_PRESSED)
+    )
+    return "checked" if on else "unchecked"

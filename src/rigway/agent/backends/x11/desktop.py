@@ -1,0 +1,163 @@
+"""`X11Desktop`: the `Desktop` protocol on an X server, composed from one object per role.
+
+Threading (see `backends/base.py`): the agent calls input, screen and accessibility from
+three threads. Each role owns its connections (input: python-xlib; screen: mss and an
+xcffib connection for DAMAGE; accessibility: the a11y D-Bus plus python-xlib; windows:
+python-xlib), opens them lazily in the thread that first uses them, and guards them with
+its own lock, so a call from an unexpected thread is safe too.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import xcffib
+from Xlib import display, error
+
+from rigway.agent.backends.base import (
+    AccessibilitySnapshot,
+    MouseButton,
+    Pixels,
+    Rect,
+    WalkBudget,
+)
+from rigway.agent.backends.x11.accessibility import X11Accessibility
+from rigway.agent.backends.x11.capture import ScreenCapture
+from rigway.agent.backends.x11.damage import DamageTracker
+from rigway.agent.backends.x11.errors import X11UnavailableError
+from rigway.agent.backends.x11.input import X11Input
+from rigway.agent.backends.x11.windows import X11Windows
+
+
+class X11Desktop:
+    """A live X display. Build it with `open_x11_desktop`."""
+
+    def __init__(
+        self,
+        display_name: str,
+        *,
+        screen_size: tuple[int, int],
+        has_damage: bool,
+        session_bus_address: str | None = None,
+        typing_settle_s: float = 0.03,
+    ) -> None:
+        self.display_name = display_name
+        self.has_damage = has_damage
+        self.capture_mode = "x11-damage" if has_damage else "x11"
+        self._size = screen_size
+        self._screen_lock = threading.Lock()
+        self._capture = ScreenCapture(display_name)
+        self._damage: DamageTracker | None = None
+        self._input = X11Input(display_name, settle_s=typing_settle_s)
+        self._accessibility = X11Accessibility(display_name, session_bus_address, screen_size)
+        self._windows = X11Windows(display_name)
+
+    # -- screen ----------------------------------------------------------------------
+    def native_size(self) -> tuple[int, int]:
+        return self._size
+
+    def grab(self) -> Pixels:
+        with self._screen_lock:
+            # Damage starts with the first screen call, so nothing drawn after this grab
+            # can be missed by the next poll.
+            self._start_damage()
+            pixels = self._capture.grab()
+            self._size = (int(pixels.shape[1]), int(pixels.shape[0]))
+            return pixels
+
+    def poll_damage(self) -> list[Rect]:
+        if not self.has_damage:
+            return []
+        with self._screen_lock:
+            if self._damage is None:
+                self._start_damage()
+                # No baseline yet (no grab before): anything may have changed.
+                return [Rect(0, 0, *self._size)]
+            try:
+                return self._damage.poll()
+            except xcffib.ConnectionException:
+                self._stop_damage()  # reconnect (and report everything) next time
+                raise
+
+    def _start_damage(self) -> None:
+        if self.has_damage and self._damage is None:
+            self._damage = DamageTracker(self.display_name)
+
+    def _stop_damage(self) -> None:
+        tracker, self._damage = self._damage, None
+        if tracker is not None:
+            tracker.close()
+
+    # -- input -----------------------------------------------------------------------
+    def move_pointer(self, x: int, y: int) -> None:
+        self._input.move_pointer(x, y)
+
+    def set_button(self, button: MouseButton, down: bool) -> None:
+        self._input.set_button(button, down)
+
+    def scroll(self, dx: int, dy: int) -> None:
+        self._input.scroll(dx, dy)
+
+    def set_key(self, key: str, down: bool) -> None:
+        self._input.set_key(key, down)
+
+    def type_text(self, text: str) -> None:
+        self._input.type_text(text)
+
+    # -- accessibility and windows ---------------------------------------------------
+    def snapshot_accessibility(self, budget: WalkBudget) -> AccessibilitySnapshot:
+        return self._accessibility.snapshot(budget)
+
+    def list_windows(self) -> frozenset[int]:
+        return self._windows.list_windows()
+
+    def close_windows(self, window_ids: frozenset[int]) -> None:
+        self._windows.close_windows(window_ids)
+
+    def close(self) -> None:
+        """Release every connection and unbind the spare keycodes; safe to call twice."""
+        self._input.close()
+        with self._screen_lock:
+            self._stop_damage()
+            self._capture.close()
+        self._accessibility.close()
+        self._windows.close()
+
+
+def open_x11_desktop(
+    display_name: str | None,
+    *,
+    session_bus_address: str | None = None,
+    typing_settle_s: float = 0.03,
+) -> X11Desktop:
+    """Check the display and build the backend; raises X11UnavailableError with the reason.
+
+    `display_name` is the DISPLAY the agent was configured with (None when unset).
+    `session_bus_address` is the D-Bus session bus for AT-SPI; None means the standard
+    lookup (DBUS_SESSION_BUS_ADDRESS) when the first snapshot runs.
+    """
+    if display_name is None or display_name.strip() == "":
+        raise X11UnavailableError(
+            "DISPLAY is unset: the x11 backend needs an X display (for example DISPLAY=:0)"
+        )
+    try:
+        probe = display.Display(display_name)
+    except (error.DisplayError, OSError) as exc:
+        raise X11UnavailableError(f"cannot open X display {display_name!r}: {exc}") from exc
+    try:
+        if not probe.has_extension("XTEST"):
+            raise X11UnavailableError(
+                f"X display {display_name!r} has no XTEST extension: input cannot be synthesised"
+            )
+        has_damage = bool(probe.has_extension("DAMAGE") and probe.has_extension("XFIXES"))
+        screen = probe.screen()
+        size = (int(screen.width_in_pixels), int(screen.height_in_pixels))
+    finally:
+        probe.close()
+    return X11Desktop(
+        display_name,
+        screen_size=size,
+        has_damage=has_damage,
+        session_bus_address=session_bus_address,
+        typing_settle_s=typing_settle_s,
+    )

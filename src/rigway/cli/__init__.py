@@ -1,0 +1,1 @@
+"""The `rigway` command: one module per command group."""

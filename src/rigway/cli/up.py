@@ -1,0 +1,212 @@
+"""`rigway up`: the one-command local deployment.
+
+A gateway on SQLite, one local owner with an API key, and N local rigs whose agents
+pair through the same `/v1/agent/pair` endpoint and connect over the same WebSocket a
+remote agent uses. Credentials go to `<state dir>/local.json` (mode 0600).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+
+from rigway.agent.pairing import pair
+from rigway.gateway.app import create_app
+from rigway.gateway.errors import ApiError
+from rigway.gateway.keys.schemas import CreateKeyIn
+from rigway.gateway.services import Services
+from rigway.gateway.settings import GatewaySettings, load_settings
+
+LOCAL_ACCOUNT_NAME = "local"
+DESKTOPS = ("sim", "x11")
+_AGENT_ONLINE_TIMEOUT_S = 30.0
+
+
+@dataclass
+class LocalCredentials:
+    base_url: str
+    signaling_url: str
+    api_key: str
+    console_token: str | None
+    rig_ids: list[str]
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as file:
+            json.dump(self.__dict__, file, indent=2)
+        os.chmod(path, 0o600)
+
+
+def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
+    # Per-message deflate costs ~50 ms on a 500 KB JPEG (TECH-NOTES): off.
+    return uvicorn.Config(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        ws_per_message_deflate=False,
+        ws_max_size=64 * 1024 * 1024,
+        log_level="warning",
+        lifespan="on",
+    )
+
+
+async def ensure_api_key(services: Services, account_id: str, previous: str | None) -> str:
+    if previous is not None:
+        with contextlib.suppress(ApiError):
+            await services.api_keys.authenticate(f"Bearer {previous}")
+            return previous
+    created = await services.keys.create(account_id, CreateKeyIn(name="rigway up"))
+    return created.secret
+
+
+async def ensure_rig(
+    services: Services, account_id: str, base_url: str, token_file: Path, name: str
+) -> str:
+    """A paired, API-enabled rig whose token sits in `token_file`."""
+    if token_file.exists():
+        rig = await services.rigs.authenticate_rig_token(token_file.read_text().strip())
+        if rig is not None:
+            await services.rigs.set_api_access(account_id, rig.id, True)
+            return rig.id
+    code = await services.rigs.create_pairing_code(account_id)
+    result = await pair(base_url, code.code, name=name, os=sys.platform, gpu="")
+    token_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(result.rig_token)
+    await services.rigs.set_api_access(account_id, result.rig_id, True)
+    return result.rig_id
+
+
+def start_agent_process(base_url: str, token_file: Path, desktop: str) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "rigway.cli.main",
+        "agent",
+        "run",
+        "--gateway",
+        base_url,
+        "--token-file",
+        str(token_file),
+        "--backend",
+        desktop,
+    ]
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL)
+
+
+async def wait_online(services: Services, rig_ids: list[str], timeout_s: float) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not all(services.registry.is_online(rig_id) for rig_id in rig_ids):
+            await asyncio.sleep(0.05)
+
+
+def _previous_api_key(path: Path) -> str | None:
+    try:
+        value = json.loads(path.read_text()).get("api_key")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+async def run_local(
+    settings: GatewaySettings, host: str, port: int, rigs: int, desktop: str
+) -> None:
+    app = create_app(settings)
+    services: Services = app.state.services
+    server = uvicorn.Server(uvicorn_config(app, host, port))
+    serving = asyncio.create_task(server.serve())
+    agents: list[subprocess.Popen[bytes]] = []
+    try:
+        while not server.started:
+            if serving.done():
+                raise typer.Exit(code=1)
+            await asyncio.sleep(0.02)
+        base_url = f"http://{host}:{port}"
+        account_id = await services.accounts.first_named(LOCAL_ACCOUNT_NAME)
+        if account_id is None:
+            account_id = await services.accounts.create(LOCAL_ACCOUNT_NAME)
+        local_json = settings.state_dir / "local.json"
+        api_key = await ensure_api_key(services, account_id, _previous_api_key(local_json))
+        rig_ids = []
+        for index in range(rigs):
+            token_file = settings.state_dir / "agents" / f"rig-{index + 1}.token"
+            rig_ids.append(
+                await ensure_rig(services, account_id, base_url, token_file, f"local-{index + 1}")
+            )
+            agents.append(start_agent_process(base_url, token_file, desktop))
+        await wait_online(services, rig_ids, _AGENT_ONLINE_TIMEOUT_S)
+        credentials = LocalCredentials(
+            base_url=base_url,
+            signaling_url=base_url.replace("http", "ws", 1) + "/v1/stream/signal",
+            api_key=api_key,
+            console_token=None,
+            rig_ids=rig_ids,
+        )
+        credentials.write(local_json)
+        _print_summary(credentials, local_json, desktop)
+        await _wait_for_stop_signal(serving)
+    finally:
+        for agent in agents:
+            agent.terminate()
+        for agent in agents:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                agent.wait(timeout=10)
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+
+
+async def _wait_for_stop_signal(serving: asyncio.Task[None]) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    waiter = asyncio.create_task(stop.wait())
+    await asyncio.wait({waiter, serving}, return_when=asyncio.FIRST_COMPLETED)
+    waiter.cancel()
+
+
+def _print_summary(credentials: LocalCredentials, path: Path, desktop: str) -> None:
+    typer.echo(f"Rigway is up at {credentials.base_url} ({desktop} desktop)")
+    typer.echo(f"  rigs:        {', '.join(credentials.rig_ids)}")
+    typer.echo(f"  API key:     {credentials.api_key[:20]}… (full key in {path})")
+    typer.echo(f"  API docs:    {credentials.base_url}/docs")
+    typer.echo("Press Ctrl+C to stop.", err=False)
+    sys.stdout.flush()
+
+
+def up(
+    port: Annotated[int, typer.Option(help="Gateway port.")] = 8080,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    state_dir: Annotated[Path, typer.Option(help="Where the database and credentials live.")] = Path(
+        ".rigway"
+    ),
+    rigs: Annotated[int, typer.Option(min=0, max=16, help="Local rigs to start.")] = 1,
+    desktop: Annotated[
+        str, typer.Option(help="sim: an in-memory desktop; x11: the X display in DISPLAY.")
+    ] = "sim",
+) -> None:
+    """Run the gateway with local rigs until interrupted."""
+    if desktop not in DESKTOPS:
+        typer.echo(f"--desktop must be one of {', '.join(DESKTOPS)}", err=True)
+        raise typer.Exit(code=2)
+    if desktop == "x11" and not os.environ.get("DISPLAY"):
+        typer.echo("rigway up --desktop x11 needs an X display: DISPLAY is not set.", err=True)
+        raise typer.Exit(code=2)
+    settings = load_settings(
+        os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"
+    )
+    asyncio.run(run_local(settings, host, port, rigs, desktop))

@@ -1,0 +1,256 @@
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import simplejpeg
+
+from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.backends.base import WalkBudget
+from rigway.agent.dispatch import Dispatcher, HostOpError
+from rigway.agent.safety import InputGuard
+from rigway.agent.screen import ScreenService
+from rigway.protocol import ops
+from tests.agent.fakes import FakeApps, FakeDesktop, element
+
+
+@dataclass
+class Rig:
+    desktop: FakeDesktop
+    apps: FakeApps
+    guard: InputGuard
+    dispatcher: Dispatcher
+
+    async def call(self, op: str, **body: Any) -> dict[str, Any]:
+        reply, _ = await self.dispatcher.handle(op, body)
+        return reply
+
+    async def error(self, op: str, **body: Any) -> HostOpError:
+        with pytest.raises(HostOpError) as caught:
+            await self.dispatcher.handle(op, body)
+        return caught.value
+
+
+@pytest.fixture
+async def rig(
+    screen_worker: ThreadPoolExecutor,
+    a11y_worker: ThreadPoolExecutor,
+    input_worker: ThreadPoolExecutor,
+) -> AsyncIterator[Rig]:
+    desktop = FakeDesktop()
+    apps = FakeApps()
+    guard = InputGuard(desktop)
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        guard,
+        apps,
+        input_executor=input_worker,
+    )
+    yield Rig(desktop, apps, guard, dispatcher)
+    await dispatcher.close()
+
+
+@pytest.fixture
+async def started(rig: Rig) -> Rig:
+    await rig.call(ops.SESSION_START, session_id="s1", mode="desktop")
+    return rig
+
+
+async def test_start_answers_native_size_and_mode(rig: Rig) -> None:
+    reply = await rig.call(ops.SESSION_START, session_id="s1")
+    assert reply == {"native_width": 320, "native_height": 200, "capture_mode": "fake"}
+    assert rig.dispatcher.active_session_id == "s1"
+
+
+async def test_start_is_idempotent(started: Rig) -> None:
+    started.desktop.windows.add(7)  # opened during the session: not part of a new baseline
+    await started.call(ops.SESSION_START, session_id="s1")
+    await started.call(ops.SESSION_END, session_id="s1", reason="done")
+    assert started.desktop.closed_windows == [frozenset({7})]
+
+
+async def test_start_of_another_session_ends_the_old_one_first(started: Rig) -> None:
+    await started.call(ops.INPUT_BATCH, session_id="s1", events=[{"type": "key_down", "key": "a"}])
+    await started.call(ops.SESSION_START, session_id="s2")
+    assert started.dispatcher.active_session_id == "s2"
+    assert started.apps.kill_all_calls == 1
+    assert ("key", "a", False) in started.desktop.calls
+
+
+async def test_ops_of_another_session_are_refused(started: Rig) -> None:
+    error = await started.error(ops.SCREEN_DIRTY, session_id="other")
+    assert error.code == ops.ERROR_SESSION_MISMATCH
+
+
+async def test_ops_without_a_session_are_refused(rig: Rig) -> None:
+    error = await rig.error(ops.A11Y_TARGETS, session_id="s1")
+    assert error.code == ops.ERROR_SESSION_MISMATCH
+
+
+@pytest.mark.parametrize(
+    ("op", "body"),
+    [
+        (ops.SESSION_START, {}),
+        (ops.SCREEN_CAPTURE, {"session_id": "s1", "quality": 10}),
+        (ops.SCREEN_CAPTURE, {"session_id": "s1", "region": {"x": 0, "y": 0, "w": 0, "h": 1}}),
+        (ops.INPUT_BATCH, {"session_id": "s1", "events": []}),
+        (ops.INPUT_BATCH, {"session_id": "s1", "events": [{"type": "teleport"}]}),
+        (ops.APP_LAUNCH, {"session_id": "s1", "path": ""}),
+        (ops.SCREEN_DIRTY, {"session_id": "s1", "extra": True}),
+    ],
+)
+async def test_invalid_bodies_are_invalid_request(started: Rig, op: str, body: dict[str, Any]) -> None:
+    error = await started.error(op, **body)
+    assert error.code == ops.ERROR_INVALID_REQUEST
+    assert error.detail
+
+
+async def test_unknown_op(started: Rig) -> None:
+    error = await started.error("screen/teleport", session_id="s1")
+    assert error.code == ops.ERROR_UNKNOWN_OP
+
+
+async def test_end_releases_kills_and_closes_new_windows(started: Rig) -> None:
+    pid = (await started.call(ops.APP_LAUNCH, session_id="s1", path="/bin/app"))["pid"]
+    await started.call(
+        ops.INPUT_BATCH,
+        session_id="s1",
+        events=[{"type": "key_down", "key": "ctrl"}, {"type": "key_down", "key": "x"}],
+    )
+    started.desktop.windows.add(42)
+    reply = await started.call(ops.SESSION_END, session_id="s1", reason="done")
+    assert reply == {"released_inputs": ["x", "ctrl"], "killed_pids": [pid]}
+    assert started.desktop.closed_windows == [frozenset({42})]
+    assert started.dispatcher.active_session_id is None
+
+
+async def test_end_is_idempotent(started: Rig) -> None:
+    await started.call(ops.SESSION_END, session_id="s1", reason="done")
+    again = await started.call(ops.SESSION_END, session_id="s1", reason="done")
+    assert again == {"released_inputs": [], "killed_pids": []}
+    assert started.apps.kill_all_calls == 1
+
+
+async def test_end_of_another_session_leaves_the_active_one(started: Rig) -> None:
+    reply = await started.call(ops.SESSION_END, session_id="old", reason="done")
+    assert reply == {"released_inputs": [], "killed_pids": []}
+    assert started.dispatcher.active_session_id == "s1"
+
+
+async def test_capture_returns_body_and_jpeg(started: Rig) -> None:
+    body, jpeg = await started.dispatcher.handle(
+        ops.SCREEN_CAPTURE, {"session_id": "s1", "quality": 70, "max_width": 160}
+    )
+    assert jpeg is not None
+    assert simplejpeg.decode_jpeg_header(jpeg)[:2] == (100, 160)
+    captured = ops.ScreenCaptured.model_validate(body)
+    assert (captured.width, captured.native_width, captured.marked) == (160, 320, False)
+
+
+async def test_capture_region_outside_is_invalid_request(started: Rig) -> None:
+    error = await started.error(
+        ops.SCREEN_CAPTURE, session_id="s1", region={"x": 300, "y": 0, "w": 100, "h": 10}
+    )
+    assert error.code == ops.ERROR_INVALID_REQUEST
+
+
+async def test_marked_capture_shares_the_walk_with_targets(started: Rig) -> None:
+    started.desktop.elements = [element("ok", x=20, y=20)]
+    started.desktop.walk_gate = threading.Event()
+    targets = asyncio.create_task(started.call(ops.A11Y_TARGETS, session_id="s1"))
+    await asyncio.to_thread(started.desktop.walk_started.wait, 5.0)
+    capture = asyncio.create_task(started.call(ops.SCREEN_CAPTURE, session_id="s1", mark=True))
+    await asyncio.sleep(0)  # the capture joins the walk in flight
+    started.desktop.walk_gate.set()
+    target_reply, capture_reply = await asyncio.gather(targets, capture)
+    assert started.desktop.walk_count == 1
+    assert capture_reply["marked"] is True
+    assert target_reply["targets"][0]["id"].startswith("t_")
+
+
+async def test_mark_with_no_targets_is_unmarked(started: Rig) -> None:
+    reply = await started.call(ops.SCREEN_CAPTURE, session_id="s1", mark=True)
+    assert reply["marked"] is False
+
+
+async def test_input_failure_is_host_error_naming_the_event(started: Rig) -> None:
+    started.desktop.fail_keys.add("b")
+    error = await started.error(
+        ops.INPUT_BATCH,
+        session_id="s1",
+        events=[{"type": "key_press", "key": "a"}, {"type": "key_press", "key": "ctrl+b"}],
+    )
+    assert error.code == ops.ERROR_HOST
+    assert "event 1" in error.detail
+    assert started.guard.held_keys == ()
+
+
+async def test_input_counts_events(started: Rig) -> None:
+    reply = await started.call(
+        ops.INPUT_BATCH, session_id="s1", events=[{"type": "mouse_click", "x": 0, "y": 0}] * 3
+    )
+    assert reply == {"count": 3}
+
+
+async def test_launch_error_is_invalid_request(started: Rig) -> None:
+    error = await started.error(ops.APP_LAUNCH, session_id="s1", path="nowhere")
+    assert error.code == ops.ERROR_INVALID_REQUEST
+    assert "nowhere" in error.detail
+
+
+async def test_kill_of_a_foreign_pid_is_app_not_found(started: Rig) -> None:
+    error = await started.error(ops.APP_KILL, session_id="s1", pid=1)
+    assert error.code == ops.ERROR_APP_NOT_FOUND
+
+
+async def test_kill_without_pid_kills_all(started: Rig) -> None:
+    first = (await started.call(ops.APP_LAUNCH, session_id="s1", path="/a"))["pid"]
+    second = (await started.call(ops.APP_LAUNCH, session_id="s1", path="/b", args=["-x"]))["pid"]
+    assert await started.call(ops.APP_KILL, session_id="s1") == {"killed": [first, second]}
+
+
+async def test_link_loss_releases_held_input_but_keeps_the_session(started: Rig) -> None:
+    await started.call(
+        ops.INPUT_BATCH,
+        session_id="s1",
+        events=[{"type": "key_down", "key": "shift"}, {"type": "mouse_move", "x": 1, "y": 1}],
+    )
+    released = await started.dispatcher.on_link_lost()
+    assert released == ["shift"]
+    assert started.dispatcher.active_session_id == "s1"
+    assert started.apps.kill_all_calls == 0
+
+
+async def test_local_end_after_grace_restores(started: Rig) -> None:
+    assert not await started.dispatcher.end_local_session("link_lost", "other")
+    assert await started.dispatcher.end_local_session("link_lost")
+    assert started.apps.kill_all_calls == 1
+    assert started.dispatcher.active_session_id is None
+    assert not await started.dispatcher.end_local_session("link_lost")
+
+
+async def test_end_stops_a_running_batch(started: Rig) -> None:
+    batch = asyncio.create_task(
+        started.call(
+            ops.INPUT_BATCH,
+            session_id="s1",
+            events=[
+                {"type": "key_down", "key": "ctrl", "delay_ms": 5000},
+                {"type": "type_text", "text": "never"},
+            ],
+        )
+    )
+    while not started.guard.held_keys:  # the batch has pressed ctrl and is pausing
+        await asyncio.sleep(0.005)
+    reply = await started.call(ops.SESSION_END, session_id="s1", reason="done")
+    with pytest.raises(HostOpError, match="interrupted"):
+        await batch
+    assert reply["released_inputs"] == ["ctrl"]
+    assert ("type", "never") not in started.desktop.calls

@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import simplejpeg
+
+from rigway.agent.backends.base import Rect
+from rigway.agent.imaging import Mark
+from rigway.agent.screen import (
+    MAX_DIRTY_RECTS,
+    CaptureParams,
+    RegionOutsideDesktopError,
+    ScreenService,
+    merge_rects,
+)
+from tests.agent.fakes import FakeDesktop
+
+
+@pytest.fixture
+def desktop() -> FakeDesktop:
+    return FakeDesktop(320, 200)
+
+
+@pytest.fixture
+def screen(desktop: FakeDesktop, screen_worker: ThreadPoolExecutor) -> ScreenService:
+    return ScreenService(desktop, screen_worker)
+
+
+async def test_capture_returns_jpeg_with_sizes(screen: ScreenService) -> None:
+    frame = await screen.capture(CaptureParams(quality=80, max_width=160))
+    height, width, _, _ = simplejpeg.decode_jpeg_header(frame.jpeg)
+    assert (frame.width, frame.height, width, height) == (160, 100, 160, 100)
+    assert (frame.native_width, frame.native_height) == (320, 200)
+    assert not frame.cached
+    assert frame.host_jpeg_ms > 0
+
+
+async def test_second_capture_without_damage_is_cached(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    first = await screen.capture(CaptureParams())
+    second = await screen.capture(CaptureParams())
+    assert desktop.grab_count == 1
+    assert second.cached
+    assert second.jpeg == first.jpeg
+
+
+async def test_damage_invalidates_the_cache(screen: ScreenService, desktop: FakeDesktop) -> None:
+    await screen.capture(CaptureParams())
+    desktop.damage(Rect(0, 0, 10, 10))
+    again = await screen.capture(CaptureParams())
+    assert desktop.grab_count == 2
+    assert not again.cached
+
+
+async def test_different_params_reencode(screen: ScreenService, desktop: FakeDesktop) -> None:
+    await screen.capture(CaptureParams(quality=85))
+    other_quality = await screen.capture(CaptureParams(quality=60))
+    other_region = await screen.capture(CaptureParams(quality=60, region=Rect(0, 0, 50, 50)))
+    with_marks = await screen.capture(
+        CaptureParams(quality=60, region=Rect(0, 0, 50, 50), marks=(Mark("t_1", 1, 1, 5, 5),))
+    )
+    assert not (other_quality.cached or other_region.cached or with_marks.cached)
+    assert with_marks.marked
+    assert desktop.grab_count == 4
+
+
+async def test_without_damage_support_every_capture_grabs(screen_worker: ThreadPoolExecutor) -> None:
+    desktop = FakeDesktop(has_damage=False)
+    screen = ScreenService(desktop, screen_worker)
+    await screen.capture(CaptureParams())
+    second = await screen.capture(CaptureParams())
+    assert not second.cached
+    assert desktop.grab_count == 2
+
+
+async def test_region_outside_desktop_is_refused(screen: ScreenService) -> None:
+    with pytest.raises(RegionOutsideDesktopError):
+        await screen.capture(CaptureParams(region=Rect(300, 0, 21, 10)))
+
+
+async def test_region_touching_the_edge_is_accepted(screen: ScreenService) -> None:
+    frame = await screen.capture(CaptureParams(region=Rect(300, 190, 20, 10)))
+    assert (frame.width, frame.height) == (20, 10)
+
+
+async def test_dirty_is_consumed_on_read(screen: ScreenService, desktop: FakeDesktop) -> None:
+    desktop.damage(Rect(5, 5, 10, 10))
+    first = await screen.take_dirty()
+    second = await screen.take_dirty()
+    assert first.available and first.rects == [(5, 5, 10, 10)]
+    assert second.available and second.rects == []
+
+
+async def test_capture_does_not_consume_dirty(screen: ScreenService, desktop: FakeDesktop) -> None:
+    desktop.damage(Rect(5, 5, 10, 10))
+    await screen.capture(CaptureParams())
+    dirty = await screen.take_dirty()
+    assert dirty.rects == [(5, 5, 10, 10)]
+
+
+async def test_dirty_accumulates_merged_and_clipped(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    desktop.damage(Rect(0, 0, 10, 10), Rect(5, 5, 10, 10), Rect(310, 190, 50, 50))
+    await screen.capture(CaptureParams())  # polls once, the rest arrive at the read
+    desktop.damage(Rect(100, 100, 1, 1))
+    dirty = await screen.take_dirty()
+    assert dirty.rects == [(0, 0, 15, 15), (100, 100, 1, 1), (310, 190, 10, 10)]
+
+
+async def test_dirty_unavailable_without_damage(screen_worker: ThreadPoolExecutor) -> None:
+    screen = ScreenService(FakeDesktop(has_damage=False), screen_worker)
+    dirty = await screen.take_dirty()
+    assert not dirty.available
+    assert dirty.rects == []
+    assert dirty.capture_mode == "fake"
+
+
+async def test_reset_forgets_damage_and_frame(screen: ScreenService, desktop: FakeDesktop) -> None:
+    await screen.capture(CaptureParams())
+    desktop.damage(Rect(1, 1, 2, 2))
+    await screen.reset()
+    assert (await screen.take_dirty()).rects == []
+    assert not (await screen.capture(CaptureParams())).cached
+
+
+def test_merge_joins_touching_rects_transitively() -> None:
+    # c touches only the union of a and b.
+    a, b, c = Rect(0, 0, 10, 10), Rect(20, 0, 10, 10), Rect(5, 0, 20, 5)
+    assert merge_rects([a, b, c], 100, 100) == [Rect(0, 0, 30, 10)]
+
+
+def test_merge_collapses_to_bounds_past_the_cap() -> None:
+    rects = [Rect(i * 3, 0, 1, 1) for i in range(MAX_DIRTY_RECTS + 1)]
+    assert merge_rects(rects, 1000, 10) == [Rect(0, 0, MAX_DIRTY_RECTS * 3 + 1, 1)]
+
+
+def test_merge_drops_rects_outside() -> None:
+    assert merge_rects([Rect(200, 200, 5, 5), Rect(0, 0, 0, 5)], 100, 100) == []

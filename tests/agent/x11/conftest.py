@@ -1,0 +1,83 @@
+"""One Xvfb desktop and one x11 backend for the whole X11 test package.
+
+Each test launches its apps through `apps`, which stops them when the test ends, and
+every test ends with no key or button held, so tests never see each other's windows or
+input. Tests skip only when `skip_reason()` says X11 cannot run on this machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+
+from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
+from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
+from tests.support.x_desktop import XDesktop, skip_reason, wait_until
+
+APP_START_TIMEOUT_S = 15.0
+
+
+@pytest.fixture(scope="session")
+def x_desktop() -> Iterator[XDesktop]:
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with XDesktop() as desk:
+        yield desk
+
+
+@pytest.fixture(scope="session")
+def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
+    backend = open_x11_desktop(
+        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
+    )
+    yield backend
+    backend.close()
+
+
+class Apps:
+    """Apps launched by one test; all stopped when it ends."""
+
+    def __init__(self, desk: XDesktop) -> None:
+        self._desk = desk
+        self._procs: list[subprocess.Popen[str]] = []
+
+    def launch(self, argv: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:
+        proc = self._desk.launch(argv, capture_stdout=capture_stdout)
+        self._procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self._procs:
+            self._desk.stop(proc)
+        self._procs.clear()
+
+
+@pytest.fixture
+def apps(x_desktop: XDesktop) -> Iterator[Apps]:
+    launched = Apps(x_desktop)
+    yield launched
+    launched.stop_all()
+
+
+@pytest.fixture
+def window_titled(x11_backend: X11Desktop) -> Callable[[str], AccessibilitySnapshot]:
+    """Wait until the active window has this title in AT-SPI; returns its snapshot."""
+
+    def wait(title: str) -> AccessibilitySnapshot:
+        def probe() -> AccessibilitySnapshot | None:
+            snap = x11_backend.snapshot_accessibility(WalkBudget())
+            return snap if snap.window_title == title and snap.elements else None
+
+        return wait_until(probe, timeout_s=APP_START_TIMEOUT_S, message=f"window {title!r}")
+
+    return wait
+
+
+@pytest.fixture(autouse=True)
+def _nothing_held_afterwards(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if "x_desktop" in request.fixturenames:
+        request.getfixturevalue("x_desktop").release_everything()

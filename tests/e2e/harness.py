@@ -1,0 +1,159 @@
+"""The whole stack on real sockets: the gateway under uvicorn, host agents with sim
+desktops dialing its WebSocket, and an HTTP client with an API key."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import uvicorn
+
+from rigway.agent.backends.base import Desktop
+from rigway.agent.backends.sim import SimDesktop
+from rigway.agent.pairing import pair
+from rigway.agent.runner import AgentSettings, run_agent
+from rigway.cli.up import uvicorn_config
+from rigway.gateway.app import create_app
+from rigway.gateway.clock import Clock
+from rigway.gateway.keys.schemas import CreateKeyIn
+from rigway.gateway.services import Services
+from rigway.gateway.settings import GatewaySettings
+
+
+@dataclass
+class RunningAgent:
+    rig_id: str
+    rig_token: str
+    desktop: Desktop
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+
+
+@dataclass
+class Stack:
+    base_url: str
+    account_id: str
+    api_key: str
+    services: Services
+    client: httpx2.AsyncClient
+    agents: list[RunningAgent] = field(default_factory=list)
+    agent_settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rig_ids(self) -> list[str]:
+        return [agent.rig_id for agent in self.agents]
+
+    def sim(self, index: int = 0) -> SimDesktop:
+        desktop = self.agents[index].desktop
+        assert isinstance(desktop, SimDesktop)
+        return desktop
+
+    async def start_session(self, index: int = 0, **body: Any) -> str:
+        response = await self.client.post(
+            "/v1/sessions", json={"rig_id": self.agents[index].rig_id, **body}
+        )
+        assert response.status_code == 201, response.text
+        session_id = response.json()["session_id"]
+        assert isinstance(session_id, str)
+        return session_id
+
+    async def add_agent(self, desktop: Desktop | None = None, *, enable_api: bool = True) -> str:
+        code = await self.services.rigs.create_pairing_code(self.account_id)
+        name = f"rig-{len(self.agents) + 1}"
+        paired = await pair(self.base_url, code.code, name=name, os="test-os", gpu="")
+        if enable_api:
+            await self.services.rigs.set_api_access(self.account_id, paired.rig_id, True)
+        self.start_agent(paired.rig_id, paired.rig_token, desktop or SimDesktop())
+        await self.wait_online(paired.rig_id)
+        return paired.rig_id
+
+    def start_agent(self, rig_id: str, rig_token: str, desktop: Desktop) -> RunningAgent:
+        settings = AgentSettings(
+            gateway_url=self.base_url, rig_token=rig_token, **self.agent_settings
+        )
+        stop = asyncio.Event()
+        task = asyncio.create_task(run_agent(settings, desktop, stop=stop))
+        agent = RunningAgent(rig_id, rig_token, desktop, stop, task)
+        self.agents = [a for a in self.agents if a.rig_id != rig_id] + [agent]
+        return agent
+
+    async def stop_agent(self, rig_id: str) -> RunningAgent:
+        agent = next(a for a in self.agents if a.rig_id == rig_id)
+        agent.stop.set()
+        with contextlib.suppress(Exception):
+            await agent.task
+        await self.wait_until(lambda: not self.services.registry.is_online(rig_id))
+        return agent
+
+    async def wait_online(self, rig_id: str) -> None:
+        await self.wait_until(lambda: self.services.registry.is_online(rig_id))
+
+    @staticmethod
+    async def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            while not condition():
+                await asyncio.sleep(0.01)
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    state_dir: Path,
+    database_url: str,
+    *,
+    rigs: int = 1,
+    clock: Clock | None = None,
+    agent_settings: dict[str, Any] | None = None,
+    **settings_overrides: Any,
+) -> AsyncIterator[Stack]:
+    settings = GatewaySettings(
+        state_dir=state_dir, database_url=database_url, **settings_overrides
+    )
+    app = create_app(settings, clock=clock)
+    sock = _free_socket()
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    base_url = f"http://127.0.0.1:{port}"
+    stack: Stack | None = None
+    try:
+        async with asyncio.timeout(20):
+            while not server.started:
+                if serving.done():
+                    serving.result()
+                await asyncio.sleep(0.01)
+        services: Services = app.state.services
+        account_id = await services.accounts.create("test account")
+        key = await services.keys.create(account_id, CreateKeyIn(name="e2e"))
+        client = httpx2.AsyncClient(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {key.secret}"},
+            timeout=30.0,
+            trust_env=False,
+        )
+        stack = Stack(base_url, account_id, key.secret, services, client)
+        stack.agent_settings = agent_settings or {}
+        for _ in range(rigs):
+            await stack.add_agent()
+        yield stack
+    finally:
+        if stack is not None:
+            for agent in stack.agents:
+                agent.stop.set()
+            await asyncio.gather(*(a.task for a in stack.agents), return_exceptions=True)
+            await stack.client.aclose()
+        server.should_exit = True
+        await serving
+        sock.close()
