@@ -41,6 +41,7 @@ class FakeDesktop:
         # Set: walks block until the test opens the gate (single-flight tests).
         self.walk_gate: threading.Event | None = None
         self.walk_started = threading.Event()
+        self.key_pressed = threading.Event()
         self.windows: set[int] = {1}
         self.closed_windows: list[frozenset[int]] = []
 
@@ -75,6 +76,8 @@ class FakeDesktop:
         if not down and key in self.fail_releases:
             raise OSError(f"cannot release {key}")
         self.calls.append(("key", key, down))
+        if down:
+            self.key_pressed.set()
 
     def type_text(self, text: str) -> None:
         self.calls.append(("type", text))

@@ -247,8 +247,8 @@ async def test_end_stops_a_running_batch(started: Rig) -> None:
             ],
         )
     )
-    while not started.guard.held_keys:  # the batch has pressed ctrl and is pausing
-        await asyncio.sleep(0.005)
+    # Once ctrl is down the batch is in its 5 s pause.
+    assert await asyncio.to_thread(started.desktop.key_pressed.wait, 5.0)
     reply = await started.call(ops.SESSION_END, session_id="s1", reason="done")
     with pytest.raises(HostOpError, match="interrupted"):
         await batch

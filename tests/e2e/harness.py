@@ -118,9 +118,7 @@ async def running_stack(
     agent_settings: dict[str, Any] | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[Stack]:
-    settings = GatewaySettings(
-        state_dir=state_dir, database_url=database_url, **settings_overrides
-    )
+    settings = GatewaySettings(state_dir=state_dir, database_url=database_url, **settings_overrides)
     app = create_app(settings, clock=clock)
     sock = _free_socket()
     port = sock.getsockname()[1]

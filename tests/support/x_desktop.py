@@ -28,7 +28,7 @@ import psutil
 from Xlib import X, display
 from Xlib.ext import xtest
 
-__all__ = ["TAG_VARIABLE", "XDesktop", "XDesktopError", "skip_reason", "wait_until"]
+__all__ = ["TAG_VARIABLE", "LaunchedApps", "XDesktop", "XDesktopError", "skip_reason", "wait_until"]
 
 TAG_VARIABLE = "RIGWAY_TEST_DESKTOP"
 START_TIMEOUT_S = 15.0
@@ -311,6 +311,24 @@ class XDesktop:
         if self._runtime_dir is not None:
             shutil.rmtree(self._runtime_dir, ignore_errors=True)
             self._runtime_dir = None
+
+
+class LaunchedApps:
+    """The apps one test launched, all stopped when it ends (`stop_all`)."""
+
+    def __init__(self, desk: XDesktop) -> None:
+        self._desk = desk
+        self._procs: list[subprocess.Popen[str]] = []
+
+    def launch(self, argv: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:
+        proc = self._desk.launch(argv, capture_stdout=capture_stdout)
+        self._procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self._procs:
+            self._desk.stop(proc)
+        self._procs.clear()
 
 
 def _terminate(procs: Sequence[psutil.Process]) -> None:

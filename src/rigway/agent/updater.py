@@ -8,7 +8,10 @@ for the installer (or the next start) to pick up. A release is refused when:
 - its version is below the highest version this updater ever staged (kept in
   `staging_dir/highest-staged-version`, so a rollback survives restarts);
 - the download is larger than the manifest's `size` or `max_download_bytes` (reading
-  stops past the cap), shorter than `size`, or its SHA-256 differs.
+  stops past the cap), shorter than `size`, or its SHA-256 differs;
+- an answer is compressed (`Content-Encoding` other than identity, which is what the
+  updater asks for): the signed hash is over the file itself, and a compressed answer
+  could expand far past the cap inside one chunk.
 
 The file is written to a temporary file in `staging_dir`, flushed to disk, then renamed
 over its final name (`os.replace`, atomic on one file system); the manifest is written
@@ -54,6 +57,9 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024
 MAX_MANIFEST_BYTES = 64 * 1024
 HIGHEST_STAGED_FILE = "highest-staged-version"
 MANIFEST_SUFFIX = ".manifest.json"
+# Uncompressed only: the signed hash covers the file itself, and a compressed answer could
+# expand far past the size cap inside a single chunk.
+_IDENTITY = {"Accept-Encoding": "identity"}
 _SAFE_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -182,14 +188,12 @@ class Updater:
     async def _stream_into(self, manifest: Manifest, file: IO[bytes]) -> str:
         digest = hashlib.sha256()
         received = 0
-        # identity: the signed hash is over the file itself, and no decompression bombs.
-        headers = {"Accept-Encoding": "identity"}
         async with (
             self._client() as client,
-            client.stream("GET", manifest.download_url, headers=headers) as response,
+            client.stream("GET", manifest.download_url, headers=_IDENTITY) as response,
         ):
             _refuse_status(response, "download")
-            async for chunk in response.aiter_raw():
+            async for chunk in response.aiter_bytes():
                 received += len(chunk)
                 if received > manifest.size:
                     raise UpdateRefused(
@@ -216,7 +220,7 @@ class Updater:
 async def _read_capped(client: httpx2.AsyncClient, url: str, cap: int, what: str) -> bytes:
     body = bytearray()
     try:
-        async with client.stream("GET", url) as response:
+        async with client.stream("GET", url, headers=_IDENTITY) as response:
             _refuse_status(response, what)
             async for chunk in response.aiter_bytes():
                 body += chunk
@@ -230,6 +234,9 @@ async def _read_capped(client: httpx2.AsyncClient, url: str, cap: int, what: str
 def _refuse_status(response: httpx2.Response, what: str) -> None:
     if response.status_code != 200:
         raise UpdateRefused(f"{what} fetch answered status {response.status_code}")
+    encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise UpdateRefused(f"{what} fetch answered with Content-Encoding {encoding}")
 
 
 def _file_name(manifest: Manifest) -> str:

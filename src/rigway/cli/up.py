@@ -191,9 +191,9 @@ def _print_summary(credentials: LocalCredentials, path: Path, desktop: str) -> N
 def up(
     port: Annotated[int, typer.Option(help="Gateway port.")] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    state_dir: Annotated[Path, typer.Option(help="Where the database and credentials live.")] = Path(
-        ".rigway"
-    ),
+    state_dir: Annotated[
+        Path, typer.Option(help="Where the database and credentials live.")
+    ] = Path(".rigway"),
     rigs: Annotated[int, typer.Option(min=0, max=16, help="Local rigs to start.")] = 1,
     desktop: Annotated[
         str, typer.Option(help="sim: an in-memory desktop; x11: the X display in DISPLAY.")

@@ -7,14 +7,13 @@ input. Tests skip only when `skip_reason()` says X11 cannot run on this machine.
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
 from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
-from tests.support.x_desktop import XDesktop, skip_reason, wait_until
+from tests.support.x_desktop import LaunchedApps, XDesktop, skip_reason, wait_until
 
 APP_START_TIMEOUT_S = 15.0
 
@@ -37,27 +36,9 @@ def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
     backend.close()
 
 
-class Apps:
-    """Apps launched by one test; all stopped when it ends."""
-
-    def __init__(self, desk: XDesktop) -> None:
-        self._desk = desk
-        self._procs: list[subprocess.Popen[str]] = []
-
-    def launch(self, argv: Sequence[str], *, capture_stdout: bool = False) -> subprocess.Popen[str]:
-        proc = self._desk.launch(argv, capture_stdout=capture_stdout)
-        self._procs.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in self._procs:
-            self._desk.stop(proc)
-        self._procs.clear()
-
-
 @pytest.fixture
-def apps(x_desktop: XDesktop) -> Iterator[Apps]:
-    launched = Apps(x_desktop)
+def apps(x_desktop: XDesktop) -> Iterator[LaunchedApps]:
+    launched = LaunchedApps(x_desktop)
     yield launched
     launched.stop_all()
 

@@ -76,6 +76,8 @@ async def screenshot(
             "X-Screenshot-Native-Width": str(shot.reply.native_width),
             "X-Screenshot-Native-Height": str(shot.reply.native_height),
             "Cache-Control": "no-store",
+            # The host's own capture+encode time, so callers can see the gateway's share.
+            "Server-Timing": f"host-jpeg;dur={shot.reply.host_jpeg_ms:.2f}",
         },
     )
 

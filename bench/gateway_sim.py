@@ -1,0 +1,66 @@
+"""Issue 2 benchmark: screenshot (q85) and observe image=0 through the gateway on the
+sim desktop at 1920x1080, beside the agent's own capture+encode time.
+
+Run: .venv/bin/python -m bench.gateway_sim
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import httpx2
+
+from bench.local_stack import rigway_up
+from bench.stats import p50, row
+
+ROUNDS = 200
+_HOST_JPEG = re.compile(r"host-jpeg;dur=([0-9.]+)")
+
+
+def _checkbox_centre(client: httpx2.Client, session: str) -> tuple[int, int]:
+    targets = client.get(f"/v1/sessions/{session}/targets").json()["targets"]
+    box = next(t for t in targets if t["role"] == "check box")
+    return box["x"] + box["w"] // 2, box["y"] + box["h"] // 2
+
+
+def main() -> None:
+    with rigway_up("sim") as local:
+        headers = {"Authorization": f"Bearer {local['api_key']}"}
+        with httpx2.Client(base_url=local["base_url"], headers=headers, trust_env=False) as client:
+            created = client.post("/v1/sessions", json={"rig_id": local["rig_ids"][0]})
+            session = created.json()["session_id"]
+            x, y = _checkbox_centre(client, session)
+            click = {"events": [{"type": "mouse_click", "x": x, "y": y}]}
+            changed_ms, host_ms, unchanged_ms, observe_ms = [], [], [], []
+            for _ in range(20):  # warm-up: connections, SHM, encoder
+                client.post(f"/v1/sessions/{session}/input", json=click)
+                client.get(f"/v1/sessions/{session}/screenshot")
+            for _ in range(ROUNDS):
+                client.post(f"/v1/sessions/{session}/input", json=click)
+                started = time.perf_counter()
+                response = client.get(f"/v1/sessions/{session}/screenshot", params={"quality": 85})
+                changed_ms.append((time.perf_counter() - started) * 1000)
+                match = _HOST_JPEG.search(response.headers["server-timing"])
+                assert match is not None
+                host_ms.append(float(match.group(1)))
+            for _ in range(ROUNDS):
+                started = time.perf_counter()
+                client.get(f"/v1/sessions/{session}/screenshot", params={"quality": 85})
+                unchanged_ms.append((time.perf_counter() - started) * 1000)
+            for _ in range(ROUNDS):
+                started = time.perf_counter()
+                client.get(f"/v1/sessions/{session}/observe", params={"image": 0})
+                observe_ms.append((time.perf_counter() - started) * 1000)
+            client.delete(f"/v1/sessions/{session}")
+    print("sim desktop 1920x1080, JPEG q85, through the gateway (HTTP, own process)")
+    print(row("screenshot, changed screen (gateway RTT)", changed_ms))
+    print(row("  agent capture+encode (host_jpeg_ms)", host_ms))
+    print(f"  ratio gateway p50 / agent p50: {p50(changed_ms) / p50(host_ms):.2f}  (bar <= 1.3)")
+    print(row("screenshot, unchanged screen (cached JPEG)", unchanged_ms))
+    print(row("observe image=0", observe_ms))
+    print(f"  observe image=0 p50: {p50(observe_ms):.2f} ms  (bar <= 10 ms)")
+
+
+if __name__ == "__main__":
+    main()

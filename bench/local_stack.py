@@ -1,0 +1,50 @@
+"""Starts `rigway up` in a subprocess (gateway + agent processes, as a user runs it) and
+hands back its credentials; the benchmark client runs in its own process."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def rigway_up(desktop: str = "sim", timeout_s: float = 60.0) -> Iterator[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="rigway-bench-") as state_dir:
+        port = _free_port()
+        command = [
+            sys.executable, "-m", "rigway.cli.main", "up",
+            "--port", str(port), "--state-dir", state_dir, "--desktop", desktop,
+        ]  # fmt: skip
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=dict(os.environ))
+        local_json = Path(state_dir) / "local.json"
+        try:
+            deadline = time.monotonic() + timeout_s
+            while not local_json.exists():
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("rigway up did not come up")
+                time.sleep(0.05)
+            yield json.loads(local_json.read_text())
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

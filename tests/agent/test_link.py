@@ -1,0 +1,295 @@
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import simplejpeg
+from websockets.asyncio.server import serve
+
+from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.backends.base import WalkBudget
+from rigway.agent.backends.sim import SimDesktop
+from rigway.agent.dispatch import Dispatcher
+from rigway.agent.link import (
+    AgentLink,
+    LinkAuthError,
+    LinkProtocolError,
+    LinkUnavailableError,
+    backoff_delay_s,
+)
+from rigway.agent.safety import InputGuard
+from rigway.agent.screen import ScreenService
+from rigway.protocol import PROTOCOL_VERSION, Hello, ops
+from tests.agent.fake_gateway import FakeGateway
+from tests.agent.fakes import FakeApps, RecordingDesktop
+
+
+@dataclass
+class Agent:
+    sim: SimDesktop
+    desktop: RecordingDesktop
+    apps: FakeApps
+    dispatcher: Dispatcher
+
+    def link(self, url: str, *, token: str = "rig-token", grace_s: float = 30.0) -> AgentLink:
+        hello = Hello(
+            protocol=PROTOCOL_VERSION,
+            agent_version="0.1.0",
+            backend="sim",
+            capture_mode="sim",
+            native_width=1920,
+            native_height=1080,
+        )
+        return AgentLink(
+            url,
+            token,
+            hello,
+            self.dispatcher,
+            session_grace_s=grace_s,
+            backoff_initial_s=0.01,
+            backoff_max_s=0.05,
+            open_timeout_s=5.0,
+            rng=random.Random(7),
+        )
+
+
+@pytest.fixture
+async def agent(
+    screen_worker: ThreadPoolExecutor,
+    a11y_worker: ThreadPoolExecutor,
+    input_worker: ThreadPoolExecutor,
+) -> AsyncIterator[Agent]:
+    sim = SimDesktop()
+    desktop = RecordingDesktop(sim)
+    apps = FakeApps()
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        InputGuard(desktop),
+        apps,
+        input_executor=input_worker,
+    )
+    yield Agent(sim, desktop, apps, dispatcher)
+    await dispatcher.close()
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[FakeGateway]:
+    async with FakeGateway().running() as running:
+        yield running
+
+
+@pytest.fixture
+async def link(agent: Agent, gateway: FakeGateway) -> AsyncIterator[AgentLink]:
+    link = agent.link(gateway.url)
+    task = asyncio.create_task(link.run())
+    yield link
+    await link.stop()
+    async with asyncio.timeout(10):
+        await task
+
+
+async def _start(connection: Any, session_id: str = "s1") -> None:
+    reply = await connection.request(ops.SESSION_START, {"session_id": session_id})
+    assert reply.header["ok"], reply.header
+
+
+async def test_hello_welcome_then_capture_is_a_binary_jpeg(
+    link: AgentLink, gateway: FakeGateway
+) -> None:
+    connection = await gateway.next_connection()
+    assert connection.hello.native_width == 1920
+    assert connection.hello.open_session_ids == []
+    # Compression off: the agent does not even offer permessage-deflate.
+    assert connection.ws.request is not None
+    assert connection.ws.request.headers.get("Sec-WebSocket-Extensions") is None
+    await _start(connection)
+    reply = await connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 1280})
+    assert reply.is_binary
+    assert reply.header["ok"] and reply.header["body"]["width"] == 1280
+    assert simplejpeg.decode_jpeg_header(reply.payload)[:2] == (720, 1280)
+    assert link.rig_id == "rig-1"
+
+
+async def test_errors_come_back_as_failed_replies(link: AgentLink, gateway: FakeGateway) -> None:
+    connection = await gateway.next_connection()
+    reply = await connection.request(ops.SCREEN_DIRTY, {"session_id": "nope"})
+    assert reply.header["ok"] is False
+    assert reply.header["error"]["code"] == ops.ERROR_SESSION_MISMATCH
+    assert not reply.is_binary
+
+
+async def test_agent_answers_pings(link: AgentLink, gateway: FakeGateway) -> None:
+    connection = await gateway.next_connection()
+    await connection.send({"t": "ping", "sent_at": 12.5})
+    async with asyncio.timeout(5):
+        pong = await connection.pongs.get()
+    assert pong["sent_at"] == 12.5
+
+
+async def test_agent_sends_pings_every_interval(agent: Agent) -> None:
+    async with FakeGateway(heartbeat_interval_s=0.05).running() as gateway:
+        link = agent.link(gateway.url)
+        task = asyncio.create_task(link.run())
+        connection = await gateway.next_connection()
+        async with asyncio.timeout(5):
+            first = await connection.pings.get()
+            second = await connection.pings.get()
+        assert second["sent_at"] >= first["sent_at"]
+        await link.stop()
+        await task
+
+
+async def test_silent_gateway_is_dropped_and_redialled(agent: Agent) -> None:
+    async with FakeGateway(heartbeat_interval_s=0.05).running() as gateway:
+        gateway.answer_pings = False
+        link = agent.link(gateway.url)
+        task = asyncio.create_task(link.run())
+        first = await gateway.next_connection()
+        second = await gateway.next_connection()
+        async with asyncio.timeout(5):
+            await first.closed.wait()
+        assert second.hello.open_session_ids == []
+        await link.stop()
+        await task
+
+
+async def test_drop_releases_held_input_and_reconnects_with_open_session(
+    link: AgentLink, gateway: FakeGateway, agent: Agent
+) -> None:
+    first = await gateway.next_connection()
+    await _start(first)
+    batch = {"session_id": "s1", "events": [{"type": "key_down", "key": "shift"}]}
+    assert (await first.request(ops.INPUT_BATCH, batch)).header["ok"]
+    assert agent.sim.pressed_keys == {"shift"}
+    await first.drop()
+    assert await asyncio.to_thread(agent.desktop.released.wait, 5.0)
+    assert agent.sim.pressed_keys == frozenset()
+    second = await gateway.next_connection()
+    assert second.hello.open_session_ids == ["s1"]
+    assert agent.dispatcher.active_session_id == "s1"
+    assert agent.apps.kill_all_calls == 0
+
+
+async def test_welcome_listing_the_session_as_ended_ends_it(
+    link: AgentLink, gateway: FakeGateway, agent: Agent
+) -> None:
+    first = await gateway.next_connection()
+    await _start(first)
+    gateway.ended_session_ids = ["s1"]
+    await first.drop()
+    await gateway.next_connection()
+    assert await asyncio.to_thread(agent.apps.killed_all.wait, 5.0)
+    assert agent.dispatcher.active_session_id is None
+
+
+async def test_gone_past_the_grace_ends_the_local_session(agent: Agent) -> None:
+    async with FakeGateway().running() as gateway:
+        link = agent.link(gateway.url, grace_s=0.05)
+        task = asyncio.create_task(link.run())
+        first = await gateway.next_connection()
+        await _start(first)
+        gateway.close_code = 1013  # "try again later": every redial fails, retryably
+        await first.drop()
+        assert await asyncio.to_thread(agent.apps.killed_all.wait, 5.0)
+        assert agent.dispatcher.active_session_id is None
+        await link.stop()
+        await task
+
+
+async def test_input_batches_of_a_session_run_in_order(
+    link: AgentLink, gateway: FakeGateway, agent: Agent
+) -> None:
+    connection = await gateway.next_connection()
+    await _start(connection)
+    slow = {"session_id": "s1", "events": [{"type": "type_text", "text": "ab", "delay_ms": 50}]}
+    fast = {"session_id": "s1", "events": [{"type": "type_text", "text": "cd"}]}
+    replies = await asyncio.gather(
+        connection.request(ops.INPUT_BATCH, slow), connection.request(ops.INPUT_BATCH, fast)
+    )
+    assert all(r.header["ok"] for r in replies)
+    assert agent.sim.field_text("username") == "abcd"
+
+
+async def test_observe_legs_run_concurrently(link: AgentLink, gateway: FakeGateway) -> None:
+    connection = await gateway.next_connection()
+    await _start(connection)
+    capture, dirty, targets = await asyncio.gather(
+        connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "mark": True}),
+        connection.request(ops.SCREEN_DIRTY, {"session_id": "s1"}),
+        connection.request(ops.A11Y_TARGETS, {"session_id": "s1"}),
+    )
+    assert capture.header["body"]["marked"] is True
+    assert dirty.header["body"]["available"] is True
+    masked = [t for t in targets.header["body"]["targets"] if t["masked"]]
+    assert masked and all(t["value"] == ops.MASKED_VALUE for t in masked)
+
+
+async def test_agent_can_ask_the_gateway(link: AgentLink, gateway: FakeGateway) -> None:
+    connection = await gateway.next_connection()
+    async with asyncio.timeout(5):
+        await link.wait_connected()
+    reply = await link.request(ops.SESSION_OWNER_KILL, {"session_id": "s1"}, 5.0)
+    assert reply == {"ended": True}
+    seen = await connection.agent_requests.get()
+    assert seen["op"] == ops.SESSION_OWNER_KILL
+
+
+async def test_request_without_a_link_is_unavailable(agent: Agent) -> None:
+    link = agent.link("ws://127.0.0.1:9/v1/agent/connect")
+    with pytest.raises(LinkUnavailableError):
+        await link.request(ops.SESSION_OWNER_KILL, {}, 1.0)
+
+
+async def test_bad_token_stops_with_auth_error(agent: Agent, gateway: FakeGateway) -> None:
+    link = agent.link(gateway.url, token="wrong")
+    with pytest.raises(LinkAuthError, match="4401"):
+        async with asyncio.timeout(10):
+            await link.run()
+
+
+async def test_protocol_refusal_stops(agent: Agent, gateway: FakeGateway) -> None:
+    gateway.close_code = 4400
+    link = agent.link(gateway.url)
+    with pytest.raises(LinkProtocolError, match="4400"):
+        async with asyncio.timeout(10):
+            await link.run()
+
+
+async def test_http_401_stops_with_auth_error(agent: Agent) -> None:
+    async def handler(ws: Any) -> None:
+        raise AssertionError("never upgraded")
+
+    def refuse(connection: Any, request: Any) -> Any:
+        return connection.respond(401, "bad token\n")
+
+    async with serve(handler, "127.0.0.1", 0, process_request=refuse) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        link = agent.link(f"ws://127.0.0.1:{port}/v1/agent/connect")
+        with pytest.raises(LinkAuthError, match="401"):
+            async with asyncio.timeout(10):
+                await link.run()
+
+
+async def test_stop_while_unreachable_returns(agent: Agent) -> None:
+    link = agent.link("ws://127.0.0.1:9/v1/agent/connect")
+    task = asyncio.create_task(link.run())
+    await asyncio.sleep(0)
+    await link.stop()
+    async with asyncio.timeout(5):
+        await task
+
+
+def test_backoff_doubles_with_jitter_and_caps() -> None:
+    rng = random.Random(1)
+    first = [backoff_delay_s(0, 0.5, 30.0, rng) for _ in range(50)]
+    late = [backoff_delay_s(20, 0.5, 30.0, rng) for _ in range(50)]
+    assert all(0.25 <= d <= 0.5 for d in first)
+    assert all(15.0 <= d <= 30.0 for d in late)
+    assert len(set(first)) > 1
