@@ -15,4 +15,7 @@ def p95(samples_ms: list[float]) -> float:
 
 
 def row(label: str, samples_ms: list[float]) -> str:
-    return f"{label:<44} p50 {p50(samples_ms):7.2f} ms   p95 {p95(samples_ms):7.2f} ms   n={len(samples_ms)}"
+    return (
+        f"{label:<44} p50 {p50(samples_ms):7.2f} ms   "
+        f"p95 {p95(samples_ms):7.2f} ms   n={len(samples_ms)}"
+    )

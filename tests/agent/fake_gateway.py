@@ -43,7 +43,9 @@ class AgentConnection:
         request_id = f"g{next(self._ids)}"
         waiter: asyncio.Future[GatewayReply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = waiter
-        await self.send({"t": "req", "id": request_id, "op": op, "deadline_ms": deadline_ms, "body": body})
+        await self.send(
+            {"t": "req", "id": request_id, "op": op, "deadline_ms": deadline_ms, "body": body}
+        )
         async with asyncio.timeout(10):
             return await waiter
 
@@ -93,7 +95,9 @@ class FakeGateway:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[FakeGateway]:
-        async with serve(self._handler, "127.0.0.1", 0, compression=None, ping_interval=None) as server:
+        async with serve(
+            self._handler, "127.0.0.1", 0, compression=None, ping_interval=None
+        ) as server:
             port = next(iter(server.sockets)).getsockname()[1]
             self.url = f"ws://127.0.0.1:{port}/v1/agent/connect"
             yield self
@@ -117,7 +121,9 @@ class FakeGateway:
             welcome = Welcome(
                 rig_id="rig-1",
                 heartbeat_interval_s=self.heartbeat_interval_s,
-                ended_session_ids=[s for s in self.ended_session_ids if s in hello.open_session_ids],
+                ended_session_ids=[
+                    s for s in self.ended_session_ids if s in hello.open_session_ids
+                ],
             )
             await connection.send(welcome.model_dump())
         self.connections.put_nowait(connection)

@@ -106,7 +106,9 @@ async def test_ops_without_a_session_are_refused(rig: Rig) -> None:
         (ops.SCREEN_DIRTY, {"session_id": "s1", "extra": True}),
     ],
 )
-async def test_invalid_bodies_are_invalid_request(started: Rig, op: str, body: dict[str, Any]) -> None:
+async def test_invalid_bodies_are_invalid_request(
+    started: Rig, op: str, body: dict[str, Any]
+) -> None:
     error = await started.error(op, **body)
     assert error.code == ops.ERROR_INVALID_REQUEST
     assert error.detail

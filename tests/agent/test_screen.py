@@ -66,7 +66,9 @@ async def test_different_params_reencode(screen: ScreenService, desktop: FakeDes
     assert desktop.grab_count == 4
 
 
-async def test_without_damage_support_every_capture_grabs(screen_worker: ThreadPoolExecutor) -> None:
+async def test_without_damage_support_every_capture_grabs(
+    screen_worker: ThreadPoolExecutor,
+) -> None:
     desktop = FakeDesktop(has_damage=False)
     screen = ScreenService(desktop, screen_worker)
     await screen.capture(CaptureParams())

@@ -45,7 +45,8 @@ async def pair(
     timeout_s: float = 15.0,
 ) -> PairingResult:
     """POST the code to `{base_url}/v1/agent/pair`; the rig's id and token."""
-    payload = {"code": code.strip(), "name": name, "os": os, "gpu": gpu}
+    # The gateway caps os and gpu at 128 characters; detection output can be longer.
+    payload = {"code": code.strip(), "name": name, "os": os[:128], "gpu": gpu[:128]}
     try:
         async with (
             asyncio.timeout(timeout_s),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import platform
 import sys
@@ -69,10 +70,8 @@ def run_command(
         typer.echo(f"cannot open the {backend} desktop: {exc}", err=True)
         raise typer.Exit(code=2) from exc
     settings = AgentSettings(gateway_url=gateway, rig_token=token, backend=backend)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(run_agent(settings, desktop))
-    except KeyboardInterrupt:
-        pass
 
 
 def _os_name() -> str:

@@ -75,8 +75,9 @@ async def ensure_rig(
     services: Services, account_id: str, base_url: str, token_file: Path, name: str
 ) -> str:
     """A paired, API-enabled rig whose token sits in `token_file`."""
-    if token_file.exists():
-        rig = await services.rigs.authenticate_rig_token(token_file.read_text().strip())
+    previous_token = _read_text(token_file)
+    if previous_token is not None:
+        rig = await services.rigs.authenticate_rig_token(previous_token.strip())
         if rig is not None:
             await services.rigs.set_api_access(account_id, rig.id, True)
             return rig.id
@@ -109,8 +110,15 @@ def start_agent_process(base_url: str, token_file: Path, desktop: str) -> subpro
 
 async def wait_online(services: Services, rig_ids: list[str], timeout_s: float) -> None:
     async with asyncio.timeout(timeout_s):
-        while not all(services.registry.is_online(rig_id) for rig_id in rig_ids):
-            await asyncio.sleep(0.05)
+        for rig_id in rig_ids:
+            await services.registry.wait_online(rig_id)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 def _previous_api_key(path: Path) -> str | None:

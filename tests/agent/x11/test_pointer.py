@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from rigway.agent.backends.base import AccessibilitySnapshot, AccessibleElement, WalkBudget
@@ -59,7 +60,16 @@ def test_wheel_down_scrolls_a_text_view_down(
     view = next(e for e in snap.elements if e.role == "text")
     bar = next(e for e in snap.elements if e.role == "scroll bar")
     assert bar.value == "0"
-    before = x11_backend.grab()[view.y : view.y + view.h, view.x : view.x + view.w].copy()
+
+    def region() -> npt.NDArray[np.uint8]:
+        return x11_backend.grab()[view.y : view.y + view.h, view.x : view.x + view.w].copy()
+
+    def painted_and_still() -> npt.NDArray[np.uint8] | None:
+        first, second = region(), region()
+        is_blank = bool((first == first[0, 0]).all())
+        return first if np.array_equal(first, second) and not is_blank else None
+
+    before = wait_until(painted_and_still, message="the text view to be painted")
     x11_backend.move_pointer(view.x + view.w // 2, view.y + view.h // 2)
 
     x11_backend.scroll(0, -5)  # dy < 0: down
@@ -69,5 +79,4 @@ def test_wheel_down_scrolls_a_text_view_down(
         return current is not None and float(current.value or 0) > 0
 
     assert wait_until(bar_moved_down, message="the scroll bar to move down") is True
-    after = x11_backend.grab()[view.y : view.y + view.h, view.x : view.x + view.w]
-    assert not np.array_equal(before, after)
+    assert wait_until(lambda: not np.array_equal(region(), before), message="a repaint") is True

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
+from jwt.warnings import InsecureKeyLengthWarning
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -29,14 +30,14 @@ T = int(NOW.timestamp())
 
 
 @dataclass(frozen=True)
-class TestKey:
+class SampleKey:
     algorithm: str
     kid: str
     private_key: Any
     jwk: dict[str, Any]
 
 
-def _make_key(algorithm: str) -> TestKey:
+def _make_key(algorithm: str) -> SampleKey:
     private_key: Any
     if algorithm == "RS256":
         private_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -48,7 +49,7 @@ def _make_key(algorithm: str) -> TestKey:
         private_key = Ed25519PrivateKey.generate()
         jwk = jwt.algorithms.OKPAlgorithm.to_jwk(private_key.public_key(), as_dict=True)
     kid = f"kid-{algorithm.lower()}"
-    return TestKey(algorithm, kid, private_key, {**jwk, "kid": kid, "use": "sig"})
+    return SampleKey(algorithm, kid, private_key, {**jwk, "kid": kid, "use": "sig"})
 
 
 KEYS = {alg: _make_key(alg) for alg in ("RS256", "ES256", "EdDSA")}
@@ -95,7 +96,7 @@ def claims(**changes: Any) -> dict[str, Any]:
     return {name: value for name, value in base.items() if value is not None}
 
 
-def token(key: TestKey | None = None, *, kid: str | None = None, **claim_changes: Any) -> str:
+def token(key: SampleKey | None = None, *, kid: str | None = None, **claim_changes: Any) -> str:
     chosen = key if key is not None else KEYS["EdDSA"]
     return jwt.encode(
         claims(**claim_changes),
@@ -255,7 +256,7 @@ async def test_token_without_kid_refused() -> None:
 
 async def test_short_rsa_key_refused() -> None:
     weak_private = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-    weak = TestKey(
+    weak = SampleKey(
         "RS256",
         "kid-weak",
         weak_private,
@@ -265,4 +266,7 @@ async def test_short_rsa_key_refused() -> None:
         },
     )
 
-    await refused(token(weak), "too short", source=CountingSource([weak.jwk]))
+    with pytest.warns(InsecureKeyLengthWarning):
+        weak_token = token(weak)
+
+    await refused(weak_token, "too short", source=CountingSource([weak.jwk]))

@@ -6,6 +6,8 @@ node that holds the rig's socket; the interface stays `get(rig_id)`.
 
 from __future__ import annotations
 
+import asyncio
+
 from rigway.gateway.hostlink.connection import HostConnection
 
 REPLACED_CLOSE_CODE = 4409
@@ -14,6 +16,7 @@ REPLACED_CLOSE_CODE = 4409
 class HostRegistry:
     def __init__(self) -> None:
         self._connections: dict[str, HostConnection] = {}
+        self._online_events: dict[str, asyncio.Event] = {}
 
     def get(self, rig_id: str) -> HostConnection | None:
         connection = self._connections.get(rig_id)
@@ -25,9 +28,16 @@ class HostRegistry:
     def is_online(self, rig_id: str) -> bool:
         return self.get(rig_id) is not None
 
+    async def wait_online(self, rig_id: str) -> None:
+        while self.get(rig_id) is None:
+            await self._online_events.setdefault(rig_id, asyncio.Event()).wait()
+
     async def attach(self, connection: HostConnection) -> None:
         previous = self._connections.get(connection.rig_id)
         self._connections[connection.rig_id] = connection
+        waiters = self._online_events.pop(connection.rig_id, None)
+        if waiters is not None:
+            waiters.set()
         if previous is not None and previous is not connection:
             await previous.close(code=REPLACED_CLOSE_CODE, reason="replaced")
 
