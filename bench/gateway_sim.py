@@ -16,6 +16,7 @@ from bench.stats import p50, row
 
 ROUNDS = 200
 _HOST_JPEG = re.compile(r"host-jpeg;dur=([0-9.]+)")
+_LINK = re.compile(r"link;dur=([0-9.]+)")
 
 
 def _checkbox_centre(client: httpx2.Client, session: str) -> tuple[int, int]:
@@ -32,7 +33,7 @@ def main() -> None:
             session = created.json()["session_id"]
             x, y = _checkbox_centre(client, session)
             click = {"events": [{"type": "mouse_click", "x": x, "y": y}]}
-            changed_ms, host_ms, unchanged_ms, observe_ms = [], [], [], []
+            changed_ms, host_ms, link_ms, unchanged_ms, observe_ms = [], [], [], [], []
             for _ in range(20):  # warm-up: connections, SHM, encoder
                 client.post(f"/v1/sessions/{session}/input", json=click)
                 client.get(f"/v1/sessions/{session}/screenshot")
@@ -44,6 +45,9 @@ def main() -> None:
                 match = _HOST_JPEG.search(response.headers["server-timing"])
                 assert match is not None
                 host_ms.append(float(match.group(1)))
+                link = _LINK.search(response.headers["server-timing"])
+                assert link is not None
+                link_ms.append(float(link.group(1)))
             for _ in range(ROUNDS):
                 started = time.perf_counter()
                 client.get(f"/v1/sessions/{session}/screenshot", params={"quality": 85})
@@ -55,6 +59,7 @@ def main() -> None:
             client.delete(f"/v1/sessions/{session}")
     print("sim desktop 1920x1080, JPEG q85, through the gateway (HTTP, own process)")
     print(row("screenshot, changed screen (gateway RTT)", changed_ms))
+    print(row("  host link round trip, seen by the gateway", link_ms))
     print(row("  agent capture+encode (host_jpeg_ms)", host_ms))
     print(f"  ratio gateway p50 / agent p50: {p50(changed_ms) / p50(host_ms):.2f}  (bar <= 1.3)")
     print(row("screenshot, unchanged screen (cached JPEG)", unchanged_ms))

@@ -82,8 +82,11 @@ class AgentConnection:
         await self.closed.wait()
 
 
+RIG_TOKEN = "rig-token"
+
+
 class FakeGateway:
-    def __init__(self, *, token: str = "rig-token", heartbeat_interval_s: float = 30.0) -> None:
+    def __init__(self, *, token: str = RIG_TOKEN, heartbeat_interval_s: float = 30.0) -> None:
         self.token = token
         self.heartbeat_interval_s = heartbeat_interval_s
         self.connections: asyncio.Queue[AgentConnection] = asyncio.Queue()

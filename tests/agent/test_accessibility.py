@@ -34,7 +34,8 @@ async def test_ids_are_stable_across_positions(
     ids_second = {t.name: t.id for t in second.targets}
     assert ids_first["a"] == ids_second["a"] == target_id("a")
     assert ids_first["b"] == ids_second["b"]
-    assert ids_first["a"].startswith("t_") and len(ids_first["a"]) == 12
+    assert ids_first["a"].startswith("t_")
+    assert len(ids_first["a"]) == 12
 
 
 async def test_duplicate_keys_get_distinct_ids(
@@ -51,7 +52,8 @@ async def test_masked_value_is_redacted_even_if_backend_leaks(
     desktop.elements = [element("pw", masked=True, value="hunter2"), element("name", value="bob")]
     snapshot = await service.snapshot()
     password, name = snapshot.targets
-    assert password.masked and password.value == ops.MASKED_VALUE
+    assert password.masked
+    assert password.value == ops.MASKED_VALUE
     assert name.value == "bob"
     assert "hunter2" not in snapshot.model_dump_json()
 

@@ -54,7 +54,9 @@ def test_encode_keeps_colours_from_bgra() -> None:
     frame[..., 2] = 255  # pure red in BGRA
     decoded = simplejpeg.decode_jpeg(encode_jpeg(frame, 95), colorspace="RGB")
     red, green, blue = decoded[32, 32]
-    assert red > 240 and green < 20 and blue < 20
+    assert red > 240
+    assert green < 20
+    assert blue < 20
 
 
 def test_marks_are_drawn_on_a_copy() -> None:
@@ -71,7 +73,7 @@ def test_marks_map_into_scaled_region_space() -> None:
     image = _solid(100, 100)
     marked = draw_marks(image, [Mark("t_1", 300, 200, 40, 40)], origin=(200, 100), scale=(0.5, 0.5))
     assert not np.array_equal(marked[50, 50], image[50, 50])
-    assert np.array_equal(marked[60, 60], image[60, 60])  # inside the 20×20 box
+    assert np.array_equal(marked[60, 60], image[60, 60])  # inside the 20x20 box
 
 
 def test_marks_outside_the_image_are_skipped() -> None:
@@ -85,3 +87,14 @@ def test_render_with_marks_reports_marked() -> None:
         _solid(400, 300), quality=85, max_width=None, region=None, marks=[Mark("t_1", 5, 5, 20, 20)]
     )
     assert image.marked
+
+
+def test_render_with_marks_only_outside_the_region_is_unmarked() -> None:
+    image = render_jpeg(
+        _solid(400, 300),
+        quality=85,
+        max_width=None,
+        region=Rect(0, 0, 100, 100),
+        marks=[Mark("t_1", 200, 200, 20, 20)],
+    )
+    assert not image.marked

@@ -25,7 +25,7 @@ from rigway.agent.link import (
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.protocol import PROTOCOL_VERSION, Hello, ops
-from tests.agent.fake_gateway import FakeGateway
+from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway
 from tests.agent.fakes import FakeApps, RecordingDesktop
 
 
@@ -36,7 +36,7 @@ class Agent:
     apps: FakeApps
     dispatcher: Dispatcher
 
-    def link(self, url: str, *, token: str = "rig-token", grace_s: float = 30.0) -> AgentLink:
+    def link(self, url: str, *, token: str = RIG_TOKEN, grace_s: float = 30.0) -> AgentLink:
         hello = Hello(
             protocol=PROTOCOL_VERSION,
             agent_version="0.1.0",
@@ -112,7 +112,8 @@ async def test_hello_welcome_then_capture_is_a_binary_jpeg(
     await _start(connection)
     reply = await connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 1280})
     assert reply.is_binary
-    assert reply.header["ok"] and reply.header["body"]["width"] == 1280
+    assert reply.header["ok"]
+    assert reply.header["body"]["width"] == 1280
     assert simplejpeg.decode_jpeg_header(reply.payload)[:2] == (720, 1280)
     assert link.rig_id == "rig-1"
 
@@ -228,7 +229,8 @@ async def test_observe_legs_run_concurrently(link: AgentLink, gateway: FakeGatew
     assert capture.header["body"]["marked"] is True
     assert dirty.header["body"]["available"] is True
     masked = [t for t in targets.header["body"]["targets"] if t["masked"]]
-    assert masked and all(t["value"] == ops.MASKED_VALUE for t in masked)
+    assert masked
+    assert all(t["value"] == ops.MASKED_VALUE for t in masked)
 
 
 async def test_agent_can_ask_the_gateway(link: AgentLink, gateway: FakeGateway) -> None:
@@ -293,3 +295,31 @@ def test_backoff_doubles_with_jitter_and_caps() -> None:
     assert all(0.25 <= d <= 0.5 for d in first)
     assert all(15.0 <= d <= 30.0 for d in late)
     assert len(set(first)) > 1
+
+
+async def test_queued_batch_past_its_deadline_is_dropped(
+    link: AgentLink, gateway: FakeGateway, agent: Agent
+) -> None:
+    connection = await gateway.next_connection()
+    await _start(connection)
+    slow = {"session_id": "s1", "events": [{"type": "type_text", "text": "a", "delay_ms": 200}]}
+    late = {"session_id": "s1", "events": [{"type": "type_text", "text": "z"}]}
+    first, second = await asyncio.gather(
+        connection.request(ops.INPUT_BATCH, slow),
+        connection.request(ops.INPUT_BATCH, late, deadline_ms=50),
+    )
+    assert first.header["ok"]
+    assert second.header["ok"] is False
+    assert "deadline" in second.header["error"]["detail"]
+    assert agent.sim.field_text("username") == "a"
+
+
+async def test_stop_during_the_handshake_returns(agent: Agent, gateway: FakeGateway) -> None:
+    gateway.send_welcome = False
+    link = agent.link(gateway.url)
+    task = asyncio.create_task(link.run())
+    await gateway.next_connection()  # hello received, no welcome coming
+    await link.stop()
+    async with asyncio.timeout(5):
+        await task
+    assert not link.is_connected

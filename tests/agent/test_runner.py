@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from rigway.agent.backends.sim import SimDesktop
-from rigway.agent.link import LinkAuthError
+from rigway.agent.link import AgentLink, LinkAuthError
 from rigway.agent.runner import (
     AgentSettings,
     connect_url,
@@ -61,10 +61,16 @@ def test_network_of_a_loopback_gateway_is_unknown() -> None:
 async def test_run_agent_serves_until_stopped_and_restores() -> None:
     apps = FakeApps()
     stop = asyncio.Event()
+    links: list[AgentLink] = []
     async with FakeGateway().running() as gateway:
         settings = AgentSettings(gateway_url=gateway.url, rig_token="rig-token")
-        agent = asyncio.create_task(run_agent(settings, SimDesktop(), stop=stop, apps=apps))
+        agent = asyncio.create_task(
+            run_agent(settings, SimDesktop(), stop=stop, apps=apps, on_link=links.append)
+        )
         connection = await gateway.next_connection()
+        async with asyncio.timeout(5):
+            await links[0].wait_connected()
+        assert links[0].rig_id == "rig-1"
         assert connection.hello.backend == "sim"
         assert connection.hello.capture_mode == "sim"
         assert (connection.hello.native_width, connection.hello.native_height) == (1920, 1080)

@@ -61,7 +61,9 @@ async def test_different_params_reencode(screen: ScreenService, desktop: FakeDes
     with_marks = await screen.capture(
         CaptureParams(quality=60, region=Rect(0, 0, 50, 50), marks=(Mark("t_1", 1, 1, 5, 5),))
     )
-    assert not (other_quality.cached or other_region.cached or with_marks.cached)
+    assert not (other_quality.cached)
+    assert not (other_region.cached)
+    assert not (with_marks.cached)
     assert with_marks.marked
     assert desktop.grab_count == 4
 
@@ -91,8 +93,10 @@ async def test_dirty_is_consumed_on_read(screen: ScreenService, desktop: FakeDes
     desktop.damage(Rect(5, 5, 10, 10))
     first = await screen.take_dirty()
     second = await screen.take_dirty()
-    assert first.available and first.rects == [(5, 5, 10, 10)]
-    assert second.available and second.rects == []
+    assert first.available
+    assert first.rects == [(5, 5, 10, 10)]
+    assert second.available
+    assert second.rects == []
 
 
 async def test_capture_does_not_consume_dirty(screen: ScreenService, desktop: FakeDesktop) -> None:

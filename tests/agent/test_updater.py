@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from rigway.agent.updater import HIGHEST_STAGED_FILE, UpdateRefused, Updater
+from rigway.agent.updater import HIGHEST_STAGED_FILE, Updater, UpdateRefused
 from rigway.releases.manifest import SignedManifest, sign_manifest, verify_manifest
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -111,7 +111,7 @@ async def test_download_asks_for_identity_encoding(tmp_path: Path) -> None:
 async def test_replayed_older_version_refused(tmp_path: Path) -> None:
     server = ReleaseServer()
 
-    with pytest.raises(UpdateRefused, match="not newer than the running 1.5.0"):
+    with pytest.raises(UpdateRefused, match=r"not newer than the running 1\.5\.0"):
         await make_updater(tmp_path, server).stage(release("1.4.9"))
     assert server.download_requests == []
 
@@ -125,7 +125,7 @@ async def test_version_below_highest_staged_refused_after_restart(tmp_path: Path
     await make_updater(tmp_path, ReleaseServer()).stage(release("1.7.0"))
     restarted = make_updater(tmp_path, ReleaseServer())
 
-    with pytest.raises(UpdateRefused, match="older than the staged 1.7.0"):
+    with pytest.raises(UpdateRefused, match=r"older than the staged 1\.7\.0"):
         await restarted.stage(release("1.6.0"))
 
 

@@ -145,5 +145,9 @@ def session_gateway(gateway: FakeGateway) -> FakeGateway:
         "/v1/sessions/ses_1",
         ok(session_json(status="ended", ended_reason="client", ended_at="2026-11-22T10:01:00Z")),
     )
-    gateway.on("POST", "/v1/sessions/ses_1/input", lambda r: ok({"ok": True, "count": len(body_of(r)["events"])}))
+    gateway.on(
+        "POST",
+        "/v1/sessions/ses_1/input",
+        lambda r: ok({"ok": True, "count": len(body_of(r)["events"])}),
+    )
     return gateway

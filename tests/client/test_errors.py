@@ -35,25 +35,40 @@ def no_retry_client(gateway: FakeGateway) -> Rigway:
 @pytest.mark.parametrize(
     ("status", "text", "error_class", "code", "detail"),
     [
-        (400, "invalid_request: x is outside the desktop", BadRequestError, "invalid_request",
-         "x is outside the desktop"),
+        (
+            400,
+            "invalid_request: x is outside the desktop",
+            BadRequestError,
+            "invalid_request",
+            "x is outside the desktop",
+        ),
         (401, "invalid_api_key", AuthenticationError, "invalid_api_key", None),
         (401, "invalid_console_token", AuthenticationError, "invalid_console_token", None),
         (403, "api_access_disabled", PermissionDeniedError, "api_access_disabled", None),
         (403, "insufficient_scope: input", PermissionDeniedError, "insufficient_scope", "input"),
         (404, "rig_not_found", NotFoundError, "rig_not_found", None),
-        (409, "rig_busy: the rig already has an active session", ConflictError, "rig_busy",
-         "the rig already has an active session"),
+        (
+            409,
+            "rig_busy: the rig already has an active session",
+            ConflictError,
+            "rig_busy",
+            "the rig already has an active session",
+        ),
         (410, "session_ended", SessionEndedError, "session_ended", None),
         (429, "concurrency_limit", RateLimitError, "concurrency_limit", None),
-        (502, "host_error: capture failed: DXGI lost", HostError, "host_error",
-         "capture failed: DXGI lost"),
+        (
+            502,
+            "host_error: capture failed: DXGI lost",
+            HostError,
+            "host_error",
+            "capture failed: DXGI lost",
+        ),
         (503, "unavailable", InternalServerError, "unavailable", None),
         (504, "host_timeout", HostTimeoutError, "host_timeout", None),
         (500, "internal_error", InternalServerError, "internal_error", None),
         (418, "teapot", APIStatusError, "teapot", None),
     ],
-)  # fmt: skip
+)
 def test_status_maps_to_its_error_class(
     no_retry_client: Rigway,
     gateway: FakeGateway,
@@ -74,7 +89,9 @@ def test_status_maps_to_its_error_class(
     assert err.response.status_code == status
 
 
-def test_request_id_is_none_without_the_header(no_retry_client: Rigway, gateway: FakeGateway) -> None:
+def test_request_id_is_none_without_the_header(
+    no_retry_client: Rigway, gateway: FakeGateway
+) -> None:
     gateway.on("GET", "/v1/rigs/rig_x", error(404, "rig_not_found"))
     with pytest.raises(NotFoundError) as caught:
         no_retry_client.rigs.get("rig_x")
@@ -82,16 +99,24 @@ def test_request_id_is_none_without_the_header(no_retry_client: Rigway, gateway:
     assert str(caught.value) == "404 rig_not_found"
 
 
-def test_non_gateway_error_body_gets_an_http_code(no_retry_client: Rigway, gateway: FakeGateway) -> None:
+def test_non_gateway_error_body_gets_an_http_code(
+    no_retry_client: Rigway, gateway: FakeGateway
+) -> None:
     gateway.on("GET", "/v1/rigs", httpx2.Response(502, text="<html>Bad Gateway</html>"))
     with pytest.raises(HostError) as caught:
         no_retry_client.rigs.list()
     assert (caught.value.code, caught.value.detail) == ("http_502", None)
 
 
-def test_rate_limit_error_carries_quota_headers(no_retry_client: Rigway, gateway: FakeGateway) -> None:
-    headers = {"Retry-After": "7", "RateLimit-Limit": "600", "RateLimit-Remaining": "0",
-               "RateLimit-Reset": "7"}  # fmt: skip
+def test_rate_limit_error_carries_quota_headers(
+    no_retry_client: Rigway, gateway: FakeGateway
+) -> None:
+    headers = {
+        "Retry-After": "7",
+        "RateLimit-Limit": "600",
+        "RateLimit-Remaining": "0",
+        "RateLimit-Reset": "7",
+    }
     gateway.on("GET", "/v1/rigs", error(429, "rate_limited", **headers))
     with pytest.raises(RateLimitError) as caught:
         no_retry_client.rigs.list()
@@ -117,8 +142,13 @@ def test_non_json_success_body_is_a_validation_error(
 
 
 def test_every_error_is_a_rigway_error() -> None:
-    for error_class in (APIStatusError, APIConnectionError, APITimeoutError,
-                        APIResponseValidationError, SessionEndedError):  # fmt: skip
+    for error_class in (
+        APIStatusError,
+        APIConnectionError,
+        APITimeoutError,
+        APIResponseValidationError,
+        SessionEndedError,
+    ):
         assert issubclass(error_class, RigwayError)
     assert issubclass(APITimeoutError, APIConnectionError)
     assert APITimeoutError().code == "timeout"

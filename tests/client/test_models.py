@@ -22,8 +22,9 @@ from .conftest import FakeGateway, ok, session_json
 
 
 def shot(width: int, height: int, region: Region | None = None) -> Screenshot:
-    return Screenshot(jpeg=b"j", width=width, height=height, native_width=1920,
-                      native_height=1080, region=region)  # fmt: skip
+    return Screenshot(
+        jpeg=b"j", width=width, height=height, native_width=1920, native_height=1080, region=region
+    )
 
 
 def test_to_native_is_identity_at_native_size() -> None:
@@ -56,34 +57,63 @@ def test_screenshot_from_the_handle_maps_region_and_max_width(
     client: Rigway, gateway: FakeGateway
 ) -> None:
     gateway.on("POST", "/v1/sessions", ok(session_json(), 201))
-    headers = {"X-Screenshot-Width": "400", "X-Screenshot-Height": "300",
-               "X-Screenshot-Native-Width": "1920", "X-Screenshot-Native-Height": "1080"}  # fmt: skip
-    gateway.on("GET", "/v1/sessions/ses_1/screenshot", httpx2.Response(200, content=b"j", headers=headers))
+    headers = {
+        "X-Screenshot-Width": "400",
+        "X-Screenshot-Height": "300",
+        "X-Screenshot-Native-Width": "1920",
+        "X-Screenshot-Native-Height": "1080",
+    }
+    gateway.on(
+        "GET", "/v1/sessions/ses_1/screenshot", httpx2.Response(200, content=b"j", headers=headers)
+    )
     session = client.sessions.create(rig_id="rig_1")
     s = session.screenshot(max_width=400, region=Region(100, 200, 800, 600))
     assert s.to_native(200, 150) == (501, 501)
 
 
-def test_observe_result_decodes_image_and_keeps_region(client: Rigway, gateway: FakeGateway) -> None:
+def test_observe_result_decodes_image_and_keeps_region(
+    client: Rigway, gateway: FakeGateway
+) -> None:
     gateway.on("POST", "/v1/sessions", ok(session_json(), 201))
-    body = {"width": 400, "height": 300, "native_width": 1920, "native_height": 1080,
-            "timestamp": 1, "jpeg_base64": base64.b64encode(b"\xff\xd8x").decode(),
-            "dirty": {"width": 1920, "height": 1080, "rects": []}, "changed": False,
-            "targets": [], "text": {"window_title": "Notepad", "window_role": "frame",
-                                    "targets": [], "summary": "focus: none"},
-            "marked": False,
-            "timing": {"total_ms": 12, "screenshot_rtt_ms": 8, "dirty_rtt_ms": 1,
-                       "targets_rtt_ms": 3, "host_jpeg_ms": None, "host_uia_ms": 2,
-                       "image": True}}  # fmt: skip
+    body = {
+        "width": 400,
+        "height": 300,
+        "native_width": 1920,
+        "native_height": 1080,
+        "timestamp": 1,
+        "jpeg_base64": base64.b64encode(b"\xff\xd8x").decode(),
+        "dirty": {"width": 1920, "height": 1080, "rects": []},
+        "changed": False,
+        "targets": [],
+        "text": {
+            "window_title": "Notepad",
+            "window_role": "frame",
+            "targets": [],
+            "summary": "focus: none",
+        },
+        "marked": False,
+        "timing": {
+            "total_ms": 12,
+            "screenshot_rtt_ms": 8,
+            "dirty_rtt_ms": 1,
+            "targets_rtt_ms": 3,
+            "host_jpeg_ms": None,
+            "host_uia_ms": 2,
+            "image": True,
+        },
+    }
     gateway.on("GET", "/v1/sessions/ses_1/observe", ok(body))
     session = client.sessions.create(rig_id="rig_1")
     result = session.observe(max_width=400, region=(100, 200, 800, 600))
     assert result.jpeg == b"\xff\xd8x"
-    assert result.text is not None and result.text.window_title == "Notepad"
-    assert result.timing is not None and result.timing.host_jpeg_ms is None
+    assert result.text is not None
+    assert result.text.window_title == "Notepad"
+    assert result.timing is not None
+    assert result.timing.host_jpeg_ms is None
     assert result.to_native(200, 150) == (501, 501)
     image = result.screenshot()
-    assert image is not None and image.to_native(200, 150) == (501, 501)
+    assert image is not None
+    assert image.to_native(200, 150) == (501, 501)
 
 
 def test_observe_without_image() -> None:
@@ -123,20 +153,38 @@ def test_target_centre_and_contains() -> None:
 
 
 def test_session_parses_every_documented_field_and_tolerates_new_ones() -> None:
-    record = session_json(status="ended", ended_reason="owner_kill", ended_at="2026-11-22T10:03:00Z",
-                          billed_minutes=4, duration_seconds=181.5,
-                          last_activity_at="2026-11-22T10:02:00Z", brand_new_field={"x": 1})  # fmt: skip
+    record = session_json(
+        status="ended",
+        ended_reason="owner_kill",
+        ended_at="2026-11-22T10:03:00Z",
+        billed_minutes=4,
+        duration_seconds=181.5,
+        last_activity_at="2026-11-22T10:02:00Z",
+        brand_new_field={"x": 1},
+    )
     session = Session.model_validate(record)
     assert (session.ended_reason, session.billed_minutes, session.duration_seconds) == (
-        "owner_kill", 4, 181.5,
-    )  # fmt: skip
-    assert session.ended_at is not None and session.last_activity_at is not None
+        "owner_kill",
+        4,
+        181.5,
+    )
+    assert session.ended_at is not None
+    assert session.last_activity_at is not None
     assert session.model_extra == {"brand_new_field": {"x": 1}}
 
 
 def test_rig_tolerates_extra_fields() -> None:
-    rig = Rig.model_validate({"id": "r", "name": "n", "online": True, "api_access_enabled": False,
-                              "gpu": "g", "os": "o", "tpm": "2.0"})  # fmt: skip
+    rig = Rig.model_validate(
+        {
+            "id": "r",
+            "name": "n",
+            "online": True,
+            "api_access_enabled": False,
+            "gpu": "g",
+            "os": "o",
+            "tpm": "2.0",
+        }
+    )
     assert rig.model_extra == {"tpm": "2.0"}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx2
 import pytest
 
@@ -10,8 +12,14 @@ from rigway.client._core import USER_AGENT
 
 from .conftest import API_KEY, FakeGateway, body_of, ok, session_json
 
-RIG = {"id": "rig_1", "name": "Desk", "online": True, "gpu": "RTX", "os": "Windows 11",
-       "api_access_enabled": True}  # fmt: skip
+RIG = {
+    "id": "rig_1",
+    "name": "Desk",
+    "online": True,
+    "gpu": "RTX",
+    "os": "Windows 11",
+    "api_access_enabled": True,
+}
 TARGETS = {
     "width": 1920,
     "height": 1080,
@@ -27,7 +35,7 @@ def session(client: Rigway, session_gateway: FakeGateway) -> SessionHandle:
     return client.sessions.create(rig_id="rig_1")
 
 
-def events_sent(gateway: FakeGateway) -> list[dict[str, object]]:
+def events_sent(gateway: FakeGateway) -> Any:
     return body_of(gateway.calls("POST", "/v1/sessions/ses_1/input")[-1])["events"]
 
 
@@ -51,7 +59,9 @@ def test_rigs_list_returns_typed_rigs(client: Rigway, gateway: FakeGateway) -> N
 
 def test_rigs_get_and_wake_paths(client: Rigway, gateway: FakeGateway) -> None:
     gateway.on("GET", "/v1/rigs/rig_1", ok({**RIG, "native_width": 2560, "agent_version": "1.2"}))
-    gateway.on("POST", "/v1/rigs/rig_1/wake", ok({"ok": True, "rig_id": "rig_1", "via": "gateway"}, 202))
+    gateway.on(
+        "POST", "/v1/rigs/rig_1/wake", ok({"ok": True, "rig_id": "rig_1", "via": "gateway"}, 202)
+    )
     rig = client.rigs.get("rig_1")
     assert rig.native_width == 2560
     wake = client.rigs.wake("rig_1")
@@ -66,8 +76,12 @@ def test_ids_are_one_path_segment(client: Rigway, gateway: FakeGateway) -> None:
 
 
 def test_agent_latest(client: Rigway, gateway: FakeGateway) -> None:
-    release = {"version": "1.4.0", "download_url": "https://x/a.zip", "sha256_url": "https://x/a.sha256",
-               "sha256": None}  # fmt: skip
+    release = {
+        "version": "1.4.0",
+        "download_url": "https://x/a.zip",
+        "sha256_url": "https://x/a.sha256",
+        "sha256": None,
+    }
     gateway.on("GET", "/v1/agent/latest", ok(release))
     assert client.agent.latest().version == "1.4.0"
 
@@ -93,7 +107,9 @@ def test_sessions_create_returns_handle_with_all_fields(
 def test_sessions_list_get_end(client: Rigway, gateway: FakeGateway) -> None:
     gateway.on("GET", "/v1/sessions", ok({"sessions": [session_json()]}))
     gateway.on("GET", "/v1/sessions/ses_1", ok(session_json(action_count=3)))
-    gateway.on("DELETE", "/v1/sessions/ses_1", ok(session_json(status="ended", ended_reason="client")))
+    gateway.on(
+        "DELETE", "/v1/sessions/ses_1", ok(session_json(status="ended", ended_reason="client"))
+    )
     assert [s.session_id for s in client.sessions.list()] == ["ses_1"]
     assert client.sessions.get("ses_1").action_count == 3
     final = client.sessions.end("ses_1")
@@ -108,33 +124,63 @@ def test_screenshot_query_and_headers(session: SessionHandle, gateway: FakeGatew
         "X-Screenshot-Native-Width": "1920",
         "X-Screenshot-Native-Height": "1080",
     }
-    gateway.on("GET", "/v1/sessions/ses_1/screenshot",
-               httpx2.Response(200, content=b"\xff\xd8jpeg", headers=headers))  # fmt: skip
+    gateway.on(
+        "GET",
+        "/v1/sessions/ses_1/screenshot",
+        httpx2.Response(200, content=b"\xff\xd8jpeg", headers=headers),
+    )
     shot = session.screenshot(max_width=320, quality=70, region=(0, 100, 640, 480))
     request = gateway.last
     assert dict(request.url.params) == {
-        "max_width": "320", "quality": "70", "x": "0", "y": "100", "w": "640", "h": "480",
-    }  # fmt: skip
+        "max_width": "320",
+        "quality": "70",
+        "x": "0",
+        "y": "100",
+        "w": "640",
+        "h": "480",
+    }
     assert request.headers["Accept"] == "image/jpeg"
     assert shot.jpeg == b"\xff\xd8jpeg"
-    assert (shot.width, shot.height, shot.native_width, shot.native_height) == (320, 240, 1920, 1080)
+    assert (shot.width, shot.height, shot.native_width, shot.native_height) == (
+        320,
+        240,
+        1920,
+        1080,
+    )
     assert tuple(shot.region or ()) == (0, 100, 640, 480)
 
 
 def test_screenshot_without_arguments_sends_no_query(
     session: SessionHandle, gateway: FakeGateway
 ) -> None:
-    headers = {"X-Screenshot-Width": "4", "X-Screenshot-Height": "2",
-               "X-Screenshot-Native-Width": "4", "X-Screenshot-Native-Height": "2"}  # fmt: skip
-    gateway.on("GET", "/v1/sessions/ses_1/screenshot", httpx2.Response(200, content=b"j", headers=headers))
+    headers = {
+        "X-Screenshot-Width": "4",
+        "X-Screenshot-Height": "2",
+        "X-Screenshot-Native-Width": "4",
+        "X-Screenshot-Native-Height": "2",
+    }
+    gateway.on(
+        "GET", "/v1/sessions/ses_1/screenshot", httpx2.Response(200, content=b"j", headers=headers)
+    )
     session.screenshot()
     assert gateway.last.url.query == b""
 
 
 def test_observe_sends_mark_and_image_flags(session: SessionHandle, gateway: FakeGateway) -> None:
-    gateway.on("GET", "/v1/sessions/ses_1/observe",
-               ok({"width": 1920, "height": 1080, "native_width": 1920, "native_height": 1080,
-                   "changed": False, "targets": TARGETS["targets"]}))  # fmt: skip
+    gateway.on(
+        "GET",
+        "/v1/sessions/ses_1/observe",
+        ok(
+            {
+                "width": 1920,
+                "height": 1080,
+                "native_width": 1920,
+                "native_height": 1080,
+                "changed": False,
+                "targets": TARGETS["targets"],
+            }
+        ),
+    )
     session.observe()
     assert gateway.last.url.query == b""
     session.observe(max_width=800, mark=True, image=False)
@@ -142,14 +188,35 @@ def test_observe_sends_mark_and_image_flags(session: SessionHandle, gateway: Fak
 
 
 def test_dirty_targets_stream_paths(session: SessionHandle, gateway: FakeGateway) -> None:
-    gateway.on("GET", "/v1/sessions/ses_1/dirty",
-               ok({"width": 1920, "height": 1080, "available": True, "capture_mode": "dxgi",
-                   "rects": [[0, 0, 10, 10]]}))  # fmt: skip
+    gateway.on(
+        "GET",
+        "/v1/sessions/ses_1/dirty",
+        ok(
+            {
+                "width": 1920,
+                "height": 1080,
+                "available": True,
+                "capture_mode": "dxgi",
+                "rects": [[0, 0, 10, 10]],
+            }
+        ),
+    )
     gateway.on("GET", "/v1/sessions/ses_1/targets", ok(TARGETS))
-    gateway.on("GET", "/v1/sessions/ses_1/stream",
-               ok({"signaling_url": "ws://g/sig", "viewer_token": "jwt", "rig_id": "rig_1",
-                   "session_id": "ses_1", "connect_url": "ws://g/sig?token=jwt",
-                   "expires_at": "2026-11-22T11:00:00Z", "ice_servers": []}))  # fmt: skip
+    gateway.on(
+        "GET",
+        "/v1/sessions/ses_1/stream",
+        ok(
+            {
+                "signaling_url": "ws://g/sig",
+                "viewer_token": "jwt",
+                "rig_id": "rig_1",
+                "session_id": "ses_1",
+                "connect_url": "ws://g/sig?token=jwt",
+                "expires_at": "2026-11-22T11:00:00Z",
+                "ice_servers": [],
+            }
+        ),
+    )
     dirty = session.dirty()
     assert dirty.rects == [(0, 0, 10, 10)]
     assert dirty.changed
@@ -157,9 +224,13 @@ def test_dirty_targets_stream_paths(session: SessionHandle, gateway: FakeGateway
     assert session.stream().connect_url == "ws://g/sig?token=jwt"
 
 
-def test_click_at_zero_is_a_real_click(session: SessionHandle, session_gateway: FakeGateway) -> None:
+def test_click_at_zero_is_a_real_click(
+    session: SessionHandle, session_gateway: FakeGateway
+) -> None:
     session.click(0, 0)
-    assert events_sent(session_gateway) == [{"type": "mouse_click", "x": 0, "y": 0, "button": "left"}]
+    assert events_sent(session_gateway) == [
+        {"type": "mouse_click", "x": 0, "y": 0, "button": "left"}
+    ]
 
 
 def test_click_without_point_clicks_where_the_pointer_is(
@@ -173,7 +244,10 @@ def test_double_click_is_two_clicks_in_one_batch(
     session: SessionHandle, session_gateway: FakeGateway
 ) -> None:
     result = session.double_click(5, 6)
-    assert events_sent(session_gateway) == [{"type": "mouse_click", "x": 5, "y": 6, "button": "left"}] * 2
+    assert (
+        events_sent(session_gateway)
+        == [{"type": "mouse_click", "x": 5, "y": 6, "button": "left"}] * 2
+    )
     assert result.count == 2
 
 
@@ -182,7 +256,10 @@ def test_double_click_is_two_clicks_in_one_batch(
     [
         (lambda s: s.move(10, 20), {"type": "mouse_move", "x": 10, "y": 20}),
         (lambda s: s.scroll(dy=-3), {"type": "mouse_scroll", "dx": 0, "dy": -3}),
-        (lambda s: s.scroll(1, 0, x=5, y=0), {"type": "mouse_scroll", "dx": 1, "dy": 0, "x": 5, "y": 0}),
+        (
+            lambda s: s.scroll(1, 0, x=5, y=0),
+            {"type": "mouse_scroll", "dx": 1, "dy": 0, "x": 5, "y": 0},
+        ),
         (lambda s: s.key("ctrl+s"), {"type": "key_press", "key": "ctrl+s"}),
         (lambda s: s.key_down("shift"), {"type": "key_down", "key": "shift"}),
         (lambda s: s.key_up("shift"), {"type": "key_up", "key": "shift"}),
@@ -226,7 +303,9 @@ def test_click_target_id_uses_latest_targets(
     session_gateway.on("GET", "/v1/sessions/ses_1/targets", ok(TARGETS))
     session.targets()
     session.click(target="t_save")
-    assert events_sent(session_gateway) == [{"type": "mouse_click", "x": 140, "y": 50, "button": "left"}]
+    assert events_sent(session_gateway) == [
+        {"type": "mouse_click", "x": 140, "y": 50, "button": "left"}
+    ]
     assert len(session_gateway.calls("GET", "/v1/sessions/ses_1/targets")) == 1
 
 
@@ -250,7 +329,12 @@ def test_click_target_object_prefers_its_latest_box(
     session_gateway.on("GET", "/v1/sessions/ses_1/targets", ok(TARGETS))
     session.targets()
     session.double_click(target=stale)
-    assert events_sent(session_gateway)[0] == {"type": "mouse_click", "x": 400, "y": 215, "button": "left"}
+    assert events_sent(session_gateway)[0] == {
+        "type": "mouse_click",
+        "x": 400,
+        "y": 215,
+        "button": "left",
+    }
 
 
 def test_click_with_target_and_point_is_refused(session: SessionHandle) -> None:
@@ -271,7 +355,9 @@ def test_launch_and_kill_bodies(session: SessionHandle, gateway: FakeGateway) ->
     assert body_of(gateway.last) == {}
 
 
-def test_refresh_and_end_update_the_handle(session: SessionHandle, session_gateway: FakeGateway) -> None:
+def test_refresh_and_end_update_the_handle(
+    session: SessionHandle, session_gateway: FakeGateway
+) -> None:
     session_gateway.on("GET", "/v1/sessions/ses_1", ok(session_json(action_count=7)))
     assert session.refresh().action_count == 7
     assert session.info.action_count == 7

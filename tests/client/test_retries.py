@@ -7,6 +7,7 @@ import pytest
 
 from rigway.client import (
     APIConnectionError,
+    APIStatusError,
     APITimeoutError,
     HostError,
     HostTimeoutError,
@@ -15,8 +16,8 @@ from rigway.client import (
     RateLimitError,
     Rigway,
     SessionHandle,
+    _core,
 )
-from rigway.client import _core
 from rigway.client import _operations as ops
 
 from .conftest import API_KEY, BASE_URL, NOW, FakeGateway, FakeSleep, error, ok, session_json
@@ -33,7 +34,9 @@ def test_429_with_retry_after_is_waited_out_then_succeeds(
     assert len(gateway.requests) == 2
 
 
-def test_503_is_retried_with_backoff(client: Rigway, gateway: FakeGateway, sleeps: FakeSleep) -> None:
+def test_503_is_retried_with_backoff(
+    client: Rigway, gateway: FakeGateway, sleeps: FakeSleep
+) -> None:
     gateway.on("GET", "/v1/rigs", error(503, "unavailable"), RIGS)
     assert client.rigs.list() == []
     assert sleeps.waits == [_core.INITIAL_RETRY_DELAY_S]
@@ -51,16 +54,22 @@ def test_backoff_doubles_until_retries_run_out(
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [(401, "invalid_api_key"), (403, "api_access_disabled"), (410, "session_ended"),
-     (400, "invalid_request"), (404, "rig_not_found"), (409, "rig_busy")],
-)  # fmt: skip
+    [
+        (401, "invalid_api_key"),
+        (403, "api_access_disabled"),
+        (410, "session_ended"),
+        (400, "invalid_request"),
+        (404, "rig_not_found"),
+        (409, "rig_busy"),
+    ],
+)
 def test_stop_errors_and_other_4xx_are_raised_at_once(
     client: Rigway, gateway: FakeGateway, sleeps: FakeSleep, status: int, code: str
 ) -> None:
     gateway.on("GET", "/v1/rigs", error(status, code), RIGS)
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(APIStatusError) as caught:
         client.rigs.list()
-    assert getattr(caught.value, "code", None) == code
+    assert caught.value.code == code
     assert len(gateway.requests) == 1
     assert sleeps.waits == []
 
@@ -77,7 +86,9 @@ def test_connection_errors_are_retried_then_raised(
     assert len(sleeps.waits) == 2
 
 
-def test_connection_error_then_success(client: Rigway, gateway: FakeGateway, sleeps: FakeSleep) -> None:
+def test_connection_error_then_success(
+    client: Rigway, gateway: FakeGateway, sleeps: FakeSleep
+) -> None:
     gateway.on("GET", "/v1/rigs", httpx2.ConnectError("refused"), RIGS)
     assert client.rigs.list() == []
     assert len(sleeps.waits) == 1
@@ -133,9 +144,7 @@ def test_input_is_replayed_after_answers_given_before_it_ran(
     assert sleeps.waits == [1.0, 1.0]  # Retry-After, then backoff for attempt 2 (0.5·2)
 
 
-def test_session_create_is_retried_after_a_host_error(
-    client: Rigway, gateway: FakeGateway
-) -> None:
+def test_session_create_is_retried_after_a_host_error(client: Rigway, gateway: FakeGateway) -> None:
     # A 502 leaves the session `failed` on the gateway, so starting again is safe.
     gateway.on("POST", "/v1/sessions", error(502, "host_error"), ok(session_json(), 201))
     assert client.sessions.create(rig_id="rig_1").id == "ses_1"
@@ -171,8 +180,9 @@ def test_retry_after_as_http_date_uses_the_clock(
 
 
 def test_max_retries_zero_never_retries(gateway: FakeGateway, sleeps: FakeSleep) -> None:
-    client = Rigway(API_KEY, BASE_URL, transport=httpx2.MockTransport(gateway), max_retries=0,
-                    sleep=sleeps)  # fmt: skip
+    client = Rigway(
+        API_KEY, BASE_URL, transport=httpx2.MockTransport(gateway), max_retries=0, sleep=sleeps
+    )
     gateway.on("GET", "/v1/rigs", error(502, "host_error"), RIGS)
     with pytest.raises(HostError):
         client.rigs.list()
@@ -212,9 +222,15 @@ def test_backoff_is_jittered_down_and_capped() -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [("3", 3.0), ("0.25", 0.25), ("-4", 0.0), ("soon", None), ("nan", None),
-     ("Tue, 14 Nov 2023 22:13:30 GMT", 10.0)],
-)  # fmt: skip
+    [
+        ("3", 3.0),
+        ("0.25", 0.25),
+        ("-4", 0.0),
+        ("soon", None),
+        ("nan", None),
+        ("Tue, 14 Nov 2023 22:13:30 GMT", 10.0),
+    ],
+)
 def test_parse_retry_after(value: str, seconds: float | None) -> None:
     assert _core.parse_retry_after(httpx2.Headers({"Retry-After": value}), now=NOW) == seconds
 

@@ -36,7 +36,9 @@ def test_session_ends_on_exception_and_the_exception_propagates(
 def test_already_gone_session_does_not_mask_the_exception(
     client: Rigway, session_gateway: FakeGateway, status: int
 ) -> None:
-    session_gateway.on(*END, error(status, "session_ended" if status == 410 else "session_not_found"))
+    session_gateway.on(
+        *END, error(status, "session_ended" if status == 410 else "session_not_found")
+    )
     with pytest.raises(BodyFailed) as caught, client.sessions.create(rig_id="rig_1"):
         raise BodyFailed
     assert getattr(caught.value, "__notes__", []) == []
@@ -86,11 +88,13 @@ def test_keyboard_interrupt_still_ends_the_session(
     assert len(session_gateway.calls(*END)) == 1
 
 
-def test_idempotent_end_answers_the_same_record(client: Rigway, gateway: FakeGateway) -> None:
+def test_explicitly_ended_session_is_not_ended_again_on_exit(
+    client: Rigway, gateway: FakeGateway
+) -> None:
     final = session_json(status="ended", ended_reason="idle_timeout")
     gateway.on("POST", "/v1/sessions", ok(session_json(), 201))
     gateway.on(*END, ok(final))
     with client.sessions.create(rig_id="rig_1") as session:
         assert session.end().ended_reason == "idle_timeout"
     assert session.info.ended_reason == "idle_timeout"
-    assert len(gateway.calls(*END)) == 2
+    assert len(gateway.calls(*END)) == 1

@@ -81,9 +81,9 @@ def test_manifest_to_fields_signs_and_verifies() -> None:
         "2.0", "https://r.example/a", "https://r.example/a.sha256", "cd" * 32, 9, NOW + timedelta(1)
     )
 
-    assert verify_manifest(sign_manifest(manifest.to_fields(), KEY), [KEY.public_key()], now=NOW) == (
-        manifest
-    )
+    assert verify_manifest(
+        sign_manifest(manifest.to_fields(), KEY), [KEY.public_key()], now=NOW
+    ) == (manifest)
 
 
 def test_wrong_key_refused() -> None:
@@ -104,7 +104,9 @@ def test_no_trusted_keys_refused() -> None:
 
 def test_tampered_field_refused() -> None:
     signed = sign_manifest(fields(), KEY)
-    tampered = SignedManifest({**signed.fields, "download_url": "https://evil.example/x"}, signed.signature)
+    tampered = SignedManifest(
+        {**signed.fields, "download_url": "https://evil.example/x"}, signed.signature
+    )
 
     with pytest.raises(ManifestSignatureError):
         verify_manifest(tampered, [KEY.public_key()], now=NOW)
@@ -171,7 +173,9 @@ def test_versions_compare_numerically(left: str, right: str, expected: int) -> N
     assert compare_versions(left, right) == expected
 
 
-@pytest.mark.parametrize("text", ["", "v1.2", "1..2", "1.2.", "1.2-rc1", "1.2.3.4.5.6.7.8.9", " 1.2"])
+@pytest.mark.parametrize(
+    "text", ["", "v1.2", "1..2", "1.2.", "1.2-rc1", "1.2.3.4.5.6.7.8.9", " 1.2"]
+)
 def test_non_numeric_version_refused(text: str) -> None:
     with pytest.raises(ManifestFormatError):
         parse_version(text)

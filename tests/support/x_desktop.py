@@ -284,6 +284,13 @@ class XDesktop:
             mask = conn.screen().root.query_pointer().mask
         return [n for n, bit in enumerate(masks, start=1) if mask & bit]
 
+    def client_windows(self) -> list[int]:
+        """The window manager's `_NET_CLIENT_LIST`."""
+        with self.x_connection() as conn:
+            atom = conn.intern_atom("_NET_CLIENT_LIST")
+            prop = conn.screen().root.get_full_property(atom, X.AnyPropertyType)
+        return [] if prop is None else [int(w) for w in prop.value]
+
     def release_everything(self) -> None:
         """Test isolation: a failed test must not leave a key or button down."""
         keycodes, buttons = self.held_keycodes(), self.held_buttons()

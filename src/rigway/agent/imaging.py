@@ -143,6 +143,15 @@ def _draw_label(canvas: Pixels, label: str, left: int, top: int) -> None:
     )
 
 
+def _overlaps(mark: Mark, origin: tuple[int, int], width: int, height: int) -> bool:
+    return (
+        mark.x < origin[0] + width
+        and origin[0] < mark.x + mark.w
+        and mark.y < origin[1] + height
+        and origin[1] < mark.y + mark.h
+    )
+
+
 def encode_jpeg(image: Pixels, quality: int) -> bytes:
     """BGRA (or BGR after a backend's own conversion) straight into libjpeg-turbo."""
     colorspace = "BGRA" if image.shape[2] == 4 else "BGR"
@@ -164,13 +173,16 @@ def render_jpeg(
     region: Rect | None,
     marks: Sequence[Mark] = (),
 ) -> EncodedImage:
-    """Region first, then the long-edge cap, then marks in output space, then JPEG."""
+    """Region first, then the long-edge cap, then marks in output space, then JPEG.
+
+    `marked` is True only when at least one mark falls inside the image."""
     cropped = crop(frame, region)
     crop_h, crop_w = cropped.shape[:2]
     image = downscale(cropped, max_width)
     out_h, out_w = image.shape[:2]
-    marked = len(marks) > 0
+    origin = (0, 0) if region is None else (region.x, region.y)
+    visible = [m for m in marks if _overlaps(m, origin, crop_w, crop_h)]
+    marked = len(visible) > 0
     if marked:
-        origin = (0, 0) if region is None else (region.x, region.y)
-        image = draw_marks(image, marks, origin=origin, scale=(out_w / crop_w, out_h / crop_h))
+        image = draw_marks(image, visible, origin=origin, scale=(out_w / crop_w, out_h / crop_h))
     return EncodedImage(jpeg=encode_jpeg(image, quality), width=out_w, height=out_h, marked=marked)

@@ -177,7 +177,9 @@ class AgentLink:
         await self._connected.wait()
 
     async def run(self) -> None:
-        """Connect, serve and reconnect until `stop()`; raises LinkFatalError."""
+        """Connect, serve and reconnect until `stop()`; raises LinkFatalError.
+
+        Runs once: after `stop()` a link does not start again (build a new one)."""
         attempt = 0
         try:
             while not self._stopping.is_set():
@@ -261,6 +263,9 @@ class AgentLink:
             raise LinkConfigError(f"gateway URL {self._url!r} is not a WebSocket URL") from exc
 
     async def _serve_connection(self, ws: ClientConnection) -> None:
+        if self._stopping.is_set():
+            # stop() ran while we were dialling, before it could see this socket.
+            return
         self._ws = ws
         welcomed = False
         try:

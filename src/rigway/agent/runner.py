@@ -130,11 +130,14 @@ async def run_agent(
     *,
     stop: asyncio.Event | None = None,
     apps: AppTracker | None = None,
+    on_link: Callable[[AgentLink], object] | None = None,
 ) -> None:
     """Serve the gateway until `stop` is set or the link fails fatally (raised).
 
-    On the way out the local session ends (held input released, launched apps killed,
-    new windows closed). The desktop stays open: its opener closes it.
+    `on_link` receives the link once built, for callers that ask the gateway
+    themselves (a tray's "end session" sends `session/owner_kill` through it). On the
+    way out the local session ends (held input released, launched apps killed, new
+    windows closed). The desktop stays open: its opener closes it.
     """
     input_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-input")
     screen_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-screen")
@@ -158,6 +161,8 @@ async def run_agent(
             heartbeat_interval_s=settings.heartbeat_interval_s,
             session_grace_s=settings.session_grace_s,
         )
+        if on_link is not None:
+            on_link(link)
         await _run_until_stopped(link, stop)
     finally:
         await dispatcher.end_local_session("agent_stopped")

@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Generator
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx2
 
@@ -24,7 +24,6 @@ from .models import AgentRelease, Rig, Session, WakeResult
 __all__ = ["AsyncAPIClient", "AsyncRigway", "PendingAsyncSession"]
 
 T = TypeVar("T")
-_Self = TypeVar("_Self", bound="AsyncAPIClient")
 
 
 class AsyncAPIClient:
@@ -53,12 +52,14 @@ class AsyncAPIClient:
         self._token = token
         # A caller-supplied client belongs to the caller, who closes it.
         self._owns_http_client = http_client is None
-        self._http = http_client or httpx2.AsyncClient(transport=transport, timeout=timeout)
+        if http_client is None:
+            http_client = httpx2.AsyncClient(transport=transport, timeout=timeout)
+        self._http = http_client
         self._sleep = sleep
         self._clock = clock
         self._jitter = jitter
 
-    async def request(self, operation: Operation[T]) -> T:
+    async def _request(self, operation: Operation[T]) -> T:
         """Run `operation`, retrying per `_core.retry_delay`; raise the SDK error on failure."""
         retries = 0
         while True:
@@ -108,7 +109,7 @@ class AsyncAPIClient:
         if self._owns_http_client:
             await self._http.aclose()
 
-    async def __aenter__(self: _Self) -> _Self:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -131,15 +132,15 @@ class AsyncRigs:
 
     async def list(self) -> builtins.list[Rig]:
         """All rigs of the account (`GET /v1/rigs`)."""
-        return await self._client.request(ops.list_rigs())
+        return await self._client._request(ops.list_rigs())
 
     async def get(self, rig_id: str) -> Rig:
         """One rig (`GET /v1/rigs/{id}`); NotFoundError when unknown."""
-        return await self._client.request(ops.get_rig(rig_id))
+        return await self._client._request(ops.get_rig(rig_id))
 
     async def wake(self, rig_id: str) -> WakeResult:
         """Send a Wake-on-LAN packet to an offline rig (`POST /v1/rigs/{id}/wake`)."""
-        return await self._client.request(ops.wake_rig(rig_id))
+        return await self._client._request(ops.wake_rig(rig_id))
 
 
 class AsyncAgent:
@@ -150,7 +151,7 @@ class AsyncAgent:
 
     async def latest(self) -> AgentRelease:
         """The latest signed host agent release (`GET /v1/agent/latest`)."""
-        return await self._client.request(ops.agent_latest())
+        return await self._client._request(ops.agent_latest())
 
 
 class PendingAsyncSession:
@@ -208,7 +209,7 @@ class AsyncSessions:
         operation = ops.create_session(rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds)
 
         async def start() -> AsyncSessionHandle:
-            return AsyncSessionHandle(self._client, await self._client.request(operation))
+            return AsyncSessionHandle(self._client, await self._client._request(operation))
 
         return PendingAsyncSession(start)
 
@@ -218,15 +219,15 @@ class AsyncSessions:
 
     async def list(self) -> builtins.list[Session]:
         """The active sessions this API key created (`GET /v1/sessions`)."""
-        return await self._client.request(ops.list_sessions())
+        return await self._client._request(ops.list_sessions())
 
     async def get(self, session_id: str) -> Session:
         """One session record (`GET /v1/sessions/{id}`)."""
-        return await self._client.request(ops.get_session(session_id))
+        return await self._client._request(ops.get_session(session_id))
 
     async def end(self, session_id: str) -> Session:
         """End a session (`DELETE /v1/sessions/{id}`); idempotent, returns the final record."""
-        return await self._client.request(ops.end_session(session_id))
+        return await self._client._request(ops.end_session(session_id))
 
 
 # ------------------------------------------------------------------------ client

@@ -37,7 +37,7 @@ class ConsoleKeys:
 
     def list(self) -> builtins.list[ApiKey]:
         """Active API keys, by prefix only (`GET /v1/keys`)."""
-        return self._client.request(ops.list_keys())
+        return self._client._request(ops.list_keys())
 
     def create(
         self,
@@ -50,11 +50,14 @@ class ConsoleKeys:
 
         `environment` defaults to `live`, `scopes` to all of them.
         """
-        return self._client.request(ops.create_key(name, environment=environment, scopes=scopes))
+        return self._client._request(ops.create_key(name, environment=environment, scopes=scopes))
 
-    def revoke(self, key_id: str) -> None:
-        """Revoke a key (`DELETE /v1/keys/{id}`): it answers 401 from then on."""
-        self._client.request(ops.revoke_key(key_id))
+    def revoke(self, key_id: str) -> ApiKey | None:
+        """Revoke a key (`DELETE /v1/keys/{id}`): it answers 401 from then on.
+
+        Returns the revoked key's record when the gateway sends one.
+        """
+        return self._client._request(ops.revoke_key(key_id))
 
 
 class ConsoleWebhooks:
@@ -65,14 +68,14 @@ class ConsoleWebhooks:
 
     def list(self) -> builtins.list[Webhook]:
         """Registered webhooks (`GET /v1/webhooks`), without secrets."""
-        return self._client.request(ops.list_webhooks())
+        return self._client._request(ops.list_webhooks())
 
     def create(self, url: str, *, events: Sequence[str] | None = None) -> WebhookCreated:
         """Register a public https `url` (`POST /v1/webhooks`); keep `.secret` now.
 
         `events` are `session.started` / `session.ended` (default both).
         """
-        return self._client.request(ops.create_webhook(url, events=events))
+        return self._client._request(ops.create_webhook(url, events=events))
 
     def update(
         self,
@@ -82,11 +85,11 @@ class ConsoleWebhooks:
         events: Sequence[str] | None = None,
     ) -> Webhook:
         """Enable/disable a webhook or change its events (`PATCH /v1/webhooks/{id}`)."""
-        return self._client.request(ops.update_webhook(webhook_id, enabled=enabled, events=events))
+        return self._client._request(ops.update_webhook(webhook_id, enabled=enabled, events=events))
 
-    def delete(self, webhook_id: str) -> None:
-        """Delete a webhook (`DELETE /v1/webhooks/{id}`)."""
-        self._client.request(ops.delete_webhook(webhook_id))
+    def delete(self, webhook_id: str) -> Webhook | None:
+        """Delete a webhook (`DELETE /v1/webhooks/{id}`); its record when the gateway sends one."""
+        return self._client._request(ops.delete_webhook(webhook_id))
 
 
 class ConsoleRigs:
@@ -99,17 +102,20 @@ class ConsoleRigs:
         self, rig_id: str, *, api_access_enabled: bool | None = None, name: str | None = None
     ) -> Rig:
         """Turn API access on/off or rename a rig (`PATCH /v1/rigs/{id}`)."""
-        return self._client.request(
+        return self._client._request(
             ops.update_rig(rig_id, api_access_enabled=api_access_enabled, name=name)
         )
 
-    def unpair(self, rig_id: str) -> None:
-        """Unpair a rig (`DELETE /v1/rigs/{id}`); its active session ends `unpaired`."""
-        self._client.request(ops.unpair_rig(rig_id))
+    def unpair(self, rig_id: str) -> Rig | None:
+        """Unpair a rig (`DELETE /v1/rigs/{id}`); its active session ends `unpaired`.
+
+        Returns the rig's last record when the gateway sends one.
+        """
+        return self._client._request(ops.unpair_rig(rig_id))
 
     def create_pairing_code(self) -> PairingCode:
         """A one-time code to pair a new host agent (`POST /v1/rigs/pairing-codes`)."""
-        return self._client.request(ops.create_pairing_code())
+        return self._client._request(ops.create_pairing_code())
 
 
 class ConsoleSessions:
@@ -120,11 +126,11 @@ class ConsoleSessions:
 
     def list(self) -> builtins.list[Session]:
         """All active sessions of the account (`GET /v1/sessions` with a console token)."""
-        return self._client.request(ops.list_sessions())
+        return self._client._request(ops.list_sessions())
 
     def kill(self, session_id: str) -> Session:
         """End a session as its rig's owner (`POST /v1/sessions/{id}/kill`): `owner_kill`."""
-        return self._client.request(ops.kill_session(session_id))
+        return self._client._request(ops.kill_session(session_id))
 
 
 class RigwayConsole(SyncAPIClient):
@@ -180,7 +186,7 @@ class AsyncConsoleKeys:
 
     async def list(self) -> builtins.list[ApiKey]:
         """Active API keys, by prefix only (`GET /v1/keys`)."""
-        return await self._client.request(ops.list_keys())
+        return await self._client._request(ops.list_keys())
 
     async def create(
         self,
@@ -190,13 +196,13 @@ class AsyncConsoleKeys:
         scopes: Sequence[str] | None = None,
     ) -> ApiKeyCreated:
         """Create a key (`POST /v1/keys`); its full value is in `.secret`, this once only."""
-        return await self._client.request(
+        return await self._client._request(
             ops.create_key(name, environment=environment, scopes=scopes)
         )
 
-    async def revoke(self, key_id: str) -> None:
-        """Revoke a key (`DELETE /v1/keys/{id}`)."""
-        await self._client.request(ops.revoke_key(key_id))
+    async def revoke(self, key_id: str) -> ApiKey | None:
+        """Revoke a key (`DELETE /v1/keys/{id}`); its record when the gateway sends one."""
+        return await self._client._request(ops.revoke_key(key_id))
 
 
 class AsyncConsoleWebhooks:
@@ -207,11 +213,11 @@ class AsyncConsoleWebhooks:
 
     async def list(self) -> builtins.list[Webhook]:
         """Registered webhooks (`GET /v1/webhooks`), without secrets."""
-        return await self._client.request(ops.list_webhooks())
+        return await self._client._request(ops.list_webhooks())
 
     async def create(self, url: str, *, events: Sequence[str] | None = None) -> WebhookCreated:
         """Register a public https `url` (`POST /v1/webhooks`); keep `.secret` now."""
-        return await self._client.request(ops.create_webhook(url, events=events))
+        return await self._client._request(ops.create_webhook(url, events=events))
 
     async def update(
         self,
@@ -221,13 +227,13 @@ class AsyncConsoleWebhooks:
         events: Sequence[str] | None = None,
     ) -> Webhook:
         """Enable/disable a webhook or change its events (`PATCH /v1/webhooks/{id}`)."""
-        return await self._client.request(
+        return await self._client._request(
             ops.update_webhook(webhook_id, enabled=enabled, events=events)
         )
 
-    async def delete(self, webhook_id: str) -> None:
-        """Delete a webhook (`DELETE /v1/webhooks/{id}`)."""
-        await self._client.request(ops.delete_webhook(webhook_id))
+    async def delete(self, webhook_id: str) -> Webhook | None:
+        """Delete a webhook (`DELETE /v1/webhooks/{id}`); its record when the gateway sends one."""
+        return await self._client._request(ops.delete_webhook(webhook_id))
 
 
 class AsyncConsoleRigs:
@@ -240,17 +246,17 @@ class AsyncConsoleRigs:
         self, rig_id: str, *, api_access_enabled: bool | None = None, name: str | None = None
     ) -> Rig:
         """Turn API access on/off or rename a rig (`PATCH /v1/rigs/{id}`)."""
-        return await self._client.request(
+        return await self._client._request(
             ops.update_rig(rig_id, api_access_enabled=api_access_enabled, name=name)
         )
 
-    async def unpair(self, rig_id: str) -> None:
-        """Unpair a rig (`DELETE /v1/rigs/{id}`); its active session ends `unpaired`."""
-        await self._client.request(ops.unpair_rig(rig_id))
+    async def unpair(self, rig_id: str) -> Rig | None:
+        """Unpair a rig (`DELETE /v1/rigs/{id}`); its last record when the gateway sends one."""
+        return await self._client._request(ops.unpair_rig(rig_id))
 
     async def create_pairing_code(self) -> PairingCode:
         """A one-time code to pair a new host agent (`POST /v1/rigs/pairing-codes`)."""
-        return await self._client.request(ops.create_pairing_code())
+        return await self._client._request(ops.create_pairing_code())
 
 
 class AsyncConsoleSessions:
@@ -261,11 +267,11 @@ class AsyncConsoleSessions:
 
     async def list(self) -> builtins.list[Session]:
         """All active sessions of the account (`GET /v1/sessions` with a console token)."""
-        return await self._client.request(ops.list_sessions())
+        return await self._client._request(ops.list_sessions())
 
     async def kill(self, session_id: str) -> Session:
         """End a session as its rig's owner (`POST /v1/sessions/{id}/kill`): `owner_kill`."""
-        return await self._client.request(ops.kill_session(session_id))
+        return await self._client._request(ops.kill_session(session_id))
 
 
 class AsyncRigwayConsole(AsyncAPIClient):

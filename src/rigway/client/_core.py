@@ -231,9 +231,16 @@ def finish(operation: Operation[T], response: httpx2.Response, *, retries: int) 
     return result
 
 
-def decode_nothing(response: httpx2.Response) -> None:
-    """For answers whose body carries nothing the caller needs (deletes)."""
-    del response
+def decode_optional_model(response: httpx2.Response, model: type[M]) -> M | None:
+    """The body as `model` when it is one, else None.
+
+    For deletes: the documents only say they answer 200, so a record in the body is
+    returned and anything else (`{"ok": true}`, no body) is not an error.
+    """
+    try:
+        return model.model_validate(response.json())
+    except (ValueError, pydantic.ValidationError):
+        return None
 
 
 def split_error(response: httpx2.Response) -> tuple[str, str | None]:
@@ -302,9 +309,10 @@ def status_error(response: httpx2.Response, *, now: Callable[[], float]) -> APIS
 
 def connection_error(exc: httpx2.TransportError) -> APIConnectionError:
     """The SDK error for a request that got no response."""
+    reason = str(exc) or type(exc).__name__
     if isinstance(exc, httpx2.TimeoutException):
-        return APITimeoutError(f"request timed out: {exc}")
-    return APIConnectionError(f"connection failed: {exc or type(exc).__name__}")
+        return APITimeoutError(f"request timed out: {reason}")
+    return APIConnectionError(f"connection failed: {reason}")
 
 
 # ------------------------------------------------------------------------ retries

@@ -61,12 +61,14 @@ def native_to_image(
     image_h: int,
     area: Region,
 ) -> tuple[int, int]:
-    """Inverse of `image_to_native`: the image pixel that shows native point (`x`, `y`).
+    """Inverse of `image_to_native`: the image pixel that shows native pixel (`x`, `y`).
 
-    Clamped into the image, so a native point outside `area` maps to the nearest edge.
+    Maps pixel centre to pixel centre, so for a downscaled image
+    `native_to_image(*image_to_native(i, j))` is exactly `(i, j)`. Clamped into the
+    image, so a native point outside `area` maps to the nearest edge.
     """
     if area.w <= 0 or area.h <= 0:
         raise ValueError("area size must be positive")
-    image_x = math.floor((x - area.x) * image_w / area.w)
-    image_y = math.floor((y - area.y) * image_h / area.h)
+    image_x = math.floor((x - area.x + 0.5) * image_w / area.w)
+    image_y = math.floor((y - area.y + 0.5) * image_h / area.h)
     return (_clamp(image_x, 0, image_w - 1), _clamp(image_y, 0, image_h - 1))

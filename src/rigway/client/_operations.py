@@ -89,9 +89,11 @@ def update_rig(rig_id: str, *, api_access_enabled: bool | None, name: str | None
     )
 
 
-def unpair_rig(rig_id: str) -> Operation[None]:
+def unpair_rig(rig_id: str) -> Operation[Rig | None]:
     """DELETE /v1/rigs/{id} (console): its active session ends `unpaired`."""
-    return Operation("DELETE", f"/v1/rigs/{_segment(rig_id)}", _core.decode_nothing)
+    return Operation(
+        "DELETE", f"/v1/rigs/{_segment(rig_id)}", lambda r: _core.decode_optional_model(r, Rig)
+    )
 
 
 def create_pairing_code() -> Operation[PairingCode]:
@@ -395,9 +397,13 @@ def create_key(
     )
 
 
-def revoke_key(key_id: str) -> Operation[None]:
+def revoke_key(key_id: str) -> Operation[ApiKey | None]:
     """DELETE /v1/keys/{id} (console)."""
-    return Operation("DELETE", f"/v1/keys/{_segment(key_id)}", _core.decode_nothing)
+    return Operation(
+        "DELETE",
+        f"/v1/keys/{_segment(key_id)}",
+        lambda r: _core.decode_optional_model(r, ApiKey),
+    )
 
 
 def list_webhooks() -> Operation[list[Webhook]]:
@@ -446,9 +452,13 @@ def update_webhook(
     )
 
 
-def delete_webhook(webhook_id: str) -> Operation[None]:
+def delete_webhook(webhook_id: str) -> Operation[Webhook | None]:
     """DELETE /v1/webhooks/{id} (console)."""
-    return Operation("DELETE", f"/v1/webhooks/{_segment(webhook_id)}", _core.decode_nothing)
+    return Operation(
+        "DELETE",
+        f"/v1/webhooks/{_segment(webhook_id)}",
+        lambda r: _core.decode_optional_model(r, Webhook),
+    )
 
 
 def _list_or_none(values: Sequence[str] | None) -> list[str] | None:

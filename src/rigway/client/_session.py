@@ -85,6 +85,11 @@ class _SessionState:
         """Targets of the latest `targets()` or `observe()` call, used by `click(target=…)`."""
         return list(self._latest_targets.values())
 
+    @property
+    def _is_over(self) -> bool:
+        # `ended` and `failed` are final: a session known to be over needs no end call.
+        return self._session.status in ("ended", "failed")
+
     def _remember_targets(self, targets: list[Target]) -> None:
         self._latest_targets = {target.id: target for target in targets}
 
@@ -106,12 +111,12 @@ class SessionHandle(_SessionState):
 
     def refresh(self) -> Session:
         """Re-read the session record (status, action count, billing)."""
-        self._session = self._client.request(ops.get_session(self.session_id))
+        self._session = self._client._request(ops.get_session(self.session_id))
         return self._session
 
     def end(self) -> Session:
         """End the session (idempotent); returns the final record with `ended_reason`."""
-        self._session = self._client.request(ops.end_session(self.session_id))
+        self._session = self._client._request(ops.end_session(self.session_id))
         return self._session
 
     def __enter__(self) -> SessionHandle:
@@ -123,6 +128,8 @@ class SessionHandle(_SessionState):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._is_over:
+            return
         try:
             self.end()
         except (SessionEndedError, NotFoundError):
@@ -144,7 +151,7 @@ class SessionHandle(_SessionState):
 
         `quality` is 40…100 (gateway default 85). Map image pixels back with `to_native`.
         """
-        return self._client.request(
+        return self._client._request(
             ops.screenshot(self.session_id, max_width=max_width, quality=quality, region=region)
         )
 
@@ -161,7 +168,7 @@ class SessionHandle(_SessionState):
         `mark=True` draws each target's box and id on the image; `image=False` skips the
         JPEG. Consumes the dirty take like `dirty()`. Remembers the targets for `click`.
         """
-        result = self._client.request(
+        result = self._client._request(
             ops.observe(
                 self.session_id,
                 max_width=max_width,
@@ -176,17 +183,17 @@ class SessionHandle(_SessionState):
 
     def dirty(self) -> DirtyRects:
         """Rectangles changed since the last take (each take consumes them)."""
-        return self._client.request(ops.dirty(self.session_id))
+        return self._client._request(ops.dirty(self.session_id))
 
     def targets(self) -> TargetList:
         """Click targets of the focused window, in native pixels; remembered for `click`."""
-        result = self._client.request(ops.targets(self.session_id))
+        result = self._client._request(ops.targets(self.session_id))
         self._remember_targets(result.targets)
         return result
 
     def stream(self) -> StreamCredentials:
         """WebRTC signaling credentials for a live view of the desktop."""
-        return self._client.request(ops.stream(self.session_id))
+        return self._client._request(ops.stream(self.session_id))
 
     # -- input
 
@@ -265,17 +272,17 @@ class SessionHandle(_SessionState):
         The gateway validates the whole batch first: one bad event → BadRequestError and
         nothing runs.
         """
-        return self._client.request(ops.send_input(self.session_id, events))
+        return self._client._request(ops.send_input(self.session_id, events))
 
     # -- apps
 
     def launch(self, path: str, args: Sequence[str] | None = None) -> AppLaunchResult:
         """Start a program by absolute path or by name on the rig's PATH; returns its pid."""
-        return self._client.request(ops.launch_app(self.session_id, path, args))
+        return self._client._request(ops.launch_app(self.session_id, path, args))
 
     def kill(self, pid: int | None = None) -> AppKillResult:
         """Kill one app this session launched (`pid`), or all of them (no pid)."""
-        return self._client.request(ops.kill_app(self.session_id, pid))
+        return self._client._request(ops.kill_app(self.session_id, pid))
 
 
 # ------------------------------------------------------------------------ async
@@ -294,12 +301,12 @@ class AsyncSessionHandle(_SessionState):
 
     async def refresh(self) -> Session:
         """Re-read the session record (status, action count, billing)."""
-        self._session = await self._client.request(ops.get_session(self.session_id))
+        self._session = await self._client._request(ops.get_session(self.session_id))
         return self._session
 
     async def end(self) -> Session:
         """End the session (idempotent); returns the final record with `ended_reason`."""
-        self._session = await self._client.request(ops.end_session(self.session_id))
+        self._session = await self._client._request(ops.end_session(self.session_id))
         return self._session
 
     async def __aenter__(self) -> AsyncSessionHandle:
@@ -311,6 +318,8 @@ class AsyncSessionHandle(_SessionState):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._is_over:
+            return
         try:
             await self.end()
         except (SessionEndedError, NotFoundError):
@@ -329,7 +338,7 @@ class AsyncSessionHandle(_SessionState):
         region: ops.RegionLike | None = None,
     ) -> Screenshot:
         """A JPEG of the desktop (or of `region`, native x/y/w/h), long edge ≤ `max_width`."""
-        return await self._client.request(
+        return await self._client._request(
             ops.screenshot(self.session_id, max_width=max_width, quality=quality, region=region)
         )
 
@@ -345,7 +354,7 @@ class AsyncSessionHandle(_SessionState):
 
         Same arguments as `SessionHandle.observe`; remembers the targets for `click`.
         """
-        result = await self._client.request(
+        result = await self._client._request(
             ops.observe(
                 self.session_id,
                 max_width=max_width,
@@ -360,17 +369,17 @@ class AsyncSessionHandle(_SessionState):
 
     async def dirty(self) -> DirtyRects:
         """Rectangles changed since the last take (each take consumes them)."""
-        return await self._client.request(ops.dirty(self.session_id))
+        return await self._client._request(ops.dirty(self.session_id))
 
     async def targets(self) -> TargetList:
         """Click targets of the focused window, in native pixels; remembered for `click`."""
-        result = await self._client.request(ops.targets(self.session_id))
+        result = await self._client._request(ops.targets(self.session_id))
         self._remember_targets(result.targets)
         return result
 
     async def stream(self) -> StreamCredentials:
         """WebRTC signaling credentials for a live view of the desktop."""
-        return await self._client.request(ops.stream(self.session_id))
+        return await self._client._request(ops.stream(self.session_id))
 
     # -- input
 
@@ -441,14 +450,14 @@ class AsyncSessionHandle(_SessionState):
 
     async def input(self, events: Sequence[ops.EventLike]) -> InputResult:
         """Send a raw batch of 1…100 events (`InputEvent`s or dicts), run in order."""
-        return await self._client.request(ops.send_input(self.session_id, events))
+        return await self._client._request(ops.send_input(self.session_id, events))
 
     # -- apps
 
     async def launch(self, path: str, args: Sequence[str] | None = None) -> AppLaunchResult:
         """Start a program by absolute path or by name on the rig's PATH; returns its pid."""
-        return await self._client.request(ops.launch_app(self.session_id, path, args))
+        return await self._client._request(ops.launch_app(self.session_id, path, args))
 
     async def kill(self, pid: int | None = None) -> AppKillResult:
         """Kill one app this session launched (`pid`), or all of them (no pid)."""
-        return await self._client.request(ops.kill_app(self.session_id, pid))
+        return await self._client._request(ops.kill_app(self.session_id, pid))

@@ -1,7 +1,7 @@
 """The synchronous client: `Rigway` and its resources.
 
 Thin by design: each method builds an `Operation` (`_operations`) and runs it through
-`SyncAPIClient.request`, whose loop only sends, sleeps and asks `_core` what to do.
+`SyncAPIClient._request`, whose loop only sends, sleeps and asks `_core` what to do.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TypeVar
+from typing import Self, TypeVar
 
 import httpx2
 
@@ -24,7 +24,6 @@ from .models import AgentRelease, Rig, Session, WakeResult
 __all__ = ["Rigway", "SyncAPIClient"]
 
 T = TypeVar("T")
-_Self = TypeVar("_Self", bound="SyncAPIClient")
 
 
 class SyncAPIClient:
@@ -53,12 +52,14 @@ class SyncAPIClient:
         self._token = token
         # A caller-supplied client belongs to the caller, who closes it.
         self._owns_http_client = http_client is None
-        self._http = http_client or httpx2.Client(transport=transport, timeout=timeout)
+        if http_client is None:
+            http_client = httpx2.Client(transport=transport, timeout=timeout)
+        self._http = http_client
         self._sleep = sleep
         self._clock = clock
         self._jitter = jitter
 
-    def request(self, operation: Operation[T]) -> T:
+    def _request(self, operation: Operation[T]) -> T:
         """Run `operation`, retrying per `_core.retry_delay`; raise the SDK error on failure."""
         retries = 0
         while True:
@@ -108,7 +109,7 @@ class SyncAPIClient:
         if self._owns_http_client:
             self._http.close()
 
-    def __enter__(self: _Self) -> _Self:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -131,18 +132,18 @@ class Rigs:
 
     def list(self) -> builtins.list[Rig]:
         """All rigs of the account (`GET /v1/rigs`)."""
-        return self._client.request(ops.list_rigs())
+        return self._client._request(ops.list_rigs())
 
     def get(self, rig_id: str) -> Rig:
         """One rig (`GET /v1/rigs/{id}`); NotFoundError when unknown."""
-        return self._client.request(ops.get_rig(rig_id))
+        return self._client._request(ops.get_rig(rig_id))
 
     def wake(self, rig_id: str) -> WakeResult:
         """Send a Wake-on-LAN packet to an offline rig (`POST /v1/rigs/{id}/wake`).
 
         ConflictError `wake_unavailable` when no MAC address is known for the rig.
         """
-        return self._client.request(ops.wake_rig(rig_id))
+        return self._client._request(ops.wake_rig(rig_id))
 
 
 class Agent:
@@ -153,7 +154,7 @@ class Agent:
 
     def latest(self) -> AgentRelease:
         """The latest signed host agent release (`GET /v1/agent/latest`)."""
-        return self._client.request(ops.agent_latest())
+        return self._client._request(ops.agent_latest())
 
 
 class Sessions:
@@ -175,7 +176,7 @@ class Sessions:
         `with client.sessions.create(rig_id=…) as session: …`. `mode` defaults to
         `desktop` and `idle_timeout_seconds` (60…3600) to 900 on the gateway.
         """
-        session = self._client.request(
+        session = self._client._request(
             ops.create_session(rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds)
         )
         return SessionHandle(self._client, session)
@@ -186,15 +187,15 @@ class Sessions:
 
     def list(self) -> builtins.list[Session]:
         """The active sessions this API key created (`GET /v1/sessions`)."""
-        return self._client.request(ops.list_sessions())
+        return self._client._request(ops.list_sessions())
 
     def get(self, session_id: str) -> Session:
         """One session record (`GET /v1/sessions/{id}`)."""
-        return self._client.request(ops.get_session(session_id))
+        return self._client._request(ops.get_session(session_id))
 
     def end(self, session_id: str) -> Session:
         """End a session (`DELETE /v1/sessions/{id}`); idempotent, returns the final record."""
-        return self._client.request(ops.end_session(session_id))
+        return self._client._request(ops.end_session(session_id))
 
 
 # ------------------------------------------------------------------------ client

@@ -9,11 +9,19 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
 from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
+from rigway.gateway.auth.console_tokens import (
+    ConsoleTokenVerifier,
+    JwksSource,
+    JwksUrlSource,
+    StaticJwksSource,
+)
 from rigway.gateway.clock import Clock, SystemClock
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
 from rigway.gateway.desktop.routes import router as desktop_router
@@ -21,18 +29,30 @@ from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.errors import ApiError
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
+from rigway.gateway.identity.keys import load_or_create_signing_key
+from rigway.gateway.identity.routes import router as identity_router
+from rigway.gateway.identity.service import IdentityProvider
+from rigway.gateway.keys.routes import router as keys_router
 from rigway.gateway.keys.service import KeyService
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware
 from rigway.gateway.operations import router as operations_router
 from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.releases.routes import router as releases_router
+from rigway.gateway.rigs.owner import RigOwnerActions
 from rigway.gateway.rigs.routes import agent_router
+from rigway.gateway.rigs.routes import console_router as rigs_console_router
 from rigway.gateway.rigs.routes import router as rigs_router
 from rigway.gateway.rigs.service import RigService
+from rigway.gateway.secret_box import SecretBox
 from rigway.gateway.services import Services
 from rigway.gateway.sessions.routes import router as sessions_router
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.webhooks.routes import router as webhooks_router
+from rigway.gateway.webhooks.service import WebhookService
+from rigway.gateway.webhooks.ssrf import SystemResolver
+from rigway.gateway.webhooks.tasks import WebhookDispatcher
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +71,19 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         pairing_code_ttl_s=settings.pairing_code_ttl_s,
     )
     api_keys = ApiKeyAuthenticator(db, clock)
+    identity, console_tokens = _console_auth(settings, clock, db)
+    box = SecretBox.from_file(settings.secret_key_file or settings.state_dir / "secret.key")
+    resolver = SystemResolver()
+    dispatcher = WebhookDispatcher(
+        db,
+        clock,
+        box,
+        resolver,
+        allow_private=settings.webhook_allow_private_targets,
+        ca_bundle=settings.webhook_ca_bundle,
+        poll_interval_s=settings.webhook_poll_interval_s,
+    )
+    sessions.on_events_written = dispatcher.notify
     return Services(
         settings=settings,
         clock=clock,
@@ -67,7 +100,54 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         sessions=sessions,
         timers=SessionTimers(sessions, settings),
         desktop=DesktopService(sessions, registry, settings),
+        console_tokens=console_tokens,
+        identity=identity,
+        webhooks=WebhookService(
+            db,
+            clock,
+            box,
+            resolver,
+            allow_private=settings.webhook_allow_private_targets,
+            max_per_account=settings.webhook_max_per_account,
+        ),
+        webhook_dispatcher=dispatcher,
+        rig_owner=RigOwnerActions(
+            rigs,
+            sessions,
+            registry,
+            wake_broadcast=settings.wake_broadcast,
+            host_timeout_s=settings.host_timeout_s,
+        ),
     )
+
+
+def _console_auth(
+    settings: GatewaySettings, clock: Clock, db: async_sessionmaker[DbSession]
+) -> tuple[IdentityProvider | None, ConsoleTokenVerifier]:
+    """The embedded identity provider, or an external one named by its JWKS URL."""
+    issuer = settings.resolved_console_issuer()
+    identity = None
+    source: JwksSource
+    if settings.console_jwks_url is None:
+        identity = IdentityProvider(
+            db,
+            clock,
+            load_or_create_signing_key(settings.state_dir),
+            issuer=issuer,
+            audience=settings.console_audience,
+            token_ttl_s=settings.console_token_ttl_s,
+        )
+        source = StaticJwksSource(identity.jwks())
+    else:
+        source = JwksUrlSource(settings.console_jwks_url)
+    verifier = ConsoleTokenVerifier(
+        issuer,
+        settings.console_audience,
+        source,
+        account_claim=settings.console_account_claim,
+        now=clock.now,
+    )
+    return identity, verifier
 
 
 def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> FastAPI:
@@ -79,10 +159,12 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         orphans = await services.sessions.load_active()
         services.timers.adopt_orphans(orphans)
         services.timers.start()
+        services.webhook_dispatcher.start()
         try:
             yield
         finally:
             await services.timers.stop()
+            await services.webhook_dispatcher.stop()
             await services.registry.close_all()
             await services.sessions.drain()
             await services.sessions.flush_activity()
@@ -99,9 +181,14 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     for router in (
         operations_router,
         rigs_router,
+        rigs_console_router,
         agent_router,
+        releases_router,
         sessions_router,
         desktop_router,
+        keys_router,
+        webhooks_router,
+        identity_router,
         hostlink_router,
     ):
         app.include_router(router)

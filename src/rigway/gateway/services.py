@@ -12,15 +12,20 @@ from starlette.requests import HTTPConnection
 
 from rigway.gateway.accounts.service import AccountService
 from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
+from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier
 from rigway.gateway.clock import Clock
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.keys.service import KeyService
 from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.rigs.owner import RigOwnerActions
 from rigway.gateway.rigs.service import RigService
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.webhooks.service import WebhookService
+from rigway.gateway.webhooks.tasks import WebhookDispatcher
 
 
 @dataclass
@@ -38,6 +43,11 @@ class Services:
     sessions: SessionService
     timers: SessionTimers
     desktop: DesktopService
+    console_tokens: ConsoleTokenVerifier
+    identity: IdentityProvider | None
+    webhooks: WebhookService
+    webhook_dispatcher: WebhookDispatcher
+    rig_owner: RigOwnerActions
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -42,9 +42,26 @@ class GatewaySettings(BaseModel):
 
     pairing_code_ttl_s: float = 600.0
 
+    # Console tokens: an external identity provider (issuer, audience, JWKS URL), or the
+    # embedded one (console_jwks_url None) that signs with a key in state_dir.
+    console_issuer: str | None = None  # None: public_base_url
+    console_audience: str = "rigway-console"
+    console_jwks_url: str | None = None
+    console_account_claim: str = "account_id"
+    console_token_ttl_s: int = Field(default=3600, ge=60, le=86400)
+    # Encrypts webhook secrets at rest; None: a generated key file in state_dir.
+    secret_key_file: Path | None = None
+    # A signed release manifest (`rigway release sign`) served at /v1/agent/latest.
+    release_manifest_path: Path | None = None
+    webhook_max_per_account: int = 5
+    webhook_poll_interval_s: float = Field(default=0.5, gt=0)
+
     webhook_allow_private_targets: bool = False
     webhook_ca_bundle: str | None = None
     wake_broadcast: str = "255.255.255.255:9"
+
+    def resolved_console_issuer(self) -> str:
+        return self.console_issuer if self.console_issuer is not None else self.public_base_url
 
     def resolved_database_url(self) -> str:
         if self.database_url is not None:
@@ -66,6 +83,12 @@ _ENV_FIELDS: dict[str, str] = {
     "RIGWAY_WEBHOOK_ALLOW_PRIVATE_TARGETS": "webhook_allow_private_targets",
     "RIGWAY_WEBHOOK_CA_BUNDLE": "webhook_ca_bundle",
     "RIGWAY_WAKE_BROADCAST": "wake_broadcast",
+    "RIGWAY_CONSOLE_ISSUER": "console_issuer",
+    "RIGWAY_CONSOLE_AUDIENCE": "console_audience",
+    "RIGWAY_CONSOLE_JWKS_URL": "console_jwks_url",
+    "RIGWAY_CONSOLE_ACCOUNT_CLAIM": "console_account_claim",
+    "RIGWAY_SECRET_KEY_FILE": "secret_key_file",
+    "RIGWAY_RELEASE_MANIFEST": "release_manifest_path",
 }
 
 

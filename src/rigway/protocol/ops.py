@@ -20,6 +20,7 @@ A11Y_TARGETS = "a11y/targets"
 INPUT_BATCH = "input/batch"
 APP_LAUNCH = "app/launch"
 APP_KILL = "app/kill"
+WAKE_SEND = "wake/send"
 # Agent → gateway
 SESSION_OWNER_KILL = "session/owner_kill"
 
@@ -180,3 +181,11 @@ class AppsKilled(_Body):
 
 class OwnerKill(_Body):
     session_id: str | None = None
+
+
+class WakeSend(_Body):
+    """Ask a rig to send a Wake-on-LAN magic packet to a sleeping neighbour on its LAN."""
+
+    mac: str = Field(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
+    broadcast: str = "255.255.255.255"
+    port: int = Field(default=9, ge=1, le=65535)

@@ -37,20 +37,40 @@ def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
 
 
 @pytest.fixture
+def second_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
+    """Another backend on the same display, for state that starts at open.
+
+    Not for typing: its input would unbind the spare keycodes `x11_backend` has cached.
+    """
+    backend = open_x11_desktop(
+        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
+    )
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
 def apps(x_desktop: XDesktop) -> Iterator[LaunchedApps]:
     launched = LaunchedApps(x_desktop)
     yield launched
     launched.stop_all()
+    # The window manager drops closed windows a moment after their process ends.
+    wait_until(lambda: x_desktop.client_windows() == [], message="an empty desktop")
 
 
 @pytest.fixture
 def window_titled(x11_backend: X11Desktop) -> Callable[[str], AccessibilitySnapshot]:
-    """Wait until the active window has this title in AT-SPI; returns its snapshot."""
+    """Wait until the active window has this title and a focused control; its snapshot.
+
+    The focused control also says the window has the X keyboard focus (GTK only reports
+    a focused widget in the active toplevel), so typed keys go to it.
+    """
 
     def wait(title: str) -> AccessibilitySnapshot:
         def probe() -> AccessibilitySnapshot | None:
             snap = x11_backend.snapshot_accessibility(WalkBudget())
-            return snap if snap.window_title == title and snap.elements else None
+            is_ready = snap.window_title == title and any(e.focused for e in snap.elements)
+            return snap if is_ready else None
 
         return wait_until(probe, timeout_s=APP_START_TIMEOUT_S, message=f"window {title!r}")
 

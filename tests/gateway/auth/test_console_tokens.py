@@ -12,11 +12,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
-from jwt.warnings import InsecureKeyLengthWarning
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jwt.warnings import InsecureKeyLengthWarning
 
 from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier, StaticJwksSource
 from rigway.gateway.errors import InvalidConsoleToken
@@ -255,7 +255,7 @@ async def test_token_without_kid_refused() -> None:
 
 
 async def test_short_rsa_key_refused() -> None:
-    weak_private = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    weak_private = rsa.generate_private_key(public_exponent=65537, key_size=1024)  # noqa: S505 (the weak key under test)
     weak = SampleKey(
         "RS256",
         "kid-weak",

@@ -73,7 +73,7 @@ def test_host_port_parsed(text: str, expected: tuple[str, int]) -> None:
     "text", ["255.255.255.255", ":9", "host:0", "host:65536", "host:x", "::1:9", "[::1]", ""]
 )
 def test_bad_host_port_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="host:port|port"):
+    with pytest.raises(ValueError, match=r"host:port|port"):
         parse_host_port(text)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,10 +36,10 @@ def ca() -> trustme.CA:
 
 
 @pytest.fixture(scope="module")
-def ca_bundle(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def ca_bundle(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("ca") / "ca.pem"
     ca.cert_pem.write_to_path(str(path))
-    yield str(path)
+    return str(path)
 
 
 @pytest.fixture
@@ -101,7 +101,9 @@ async def deliver_to(
     )
 
 
-async def test_signed_delivery_verifies_at_receiver(receiver: HttpsReceiver, ca_bundle: str) -> None:
+async def test_signed_delivery_verifies_at_receiver(
+    receiver: HttpsReceiver, ca_bundle: str
+) -> None:
     secret = new_webhook_secret()
     body, headers = signed_event(secret)
     before = datetime.now(UTC)
@@ -134,7 +136,9 @@ async def test_delivery_keeps_name_in_host_header_and_sni(
     assert receiver.sni_names == [RECEIVER_NAME]
 
 
-async def test_dns_flip_to_loopback_sends_no_request(receiver: HttpsReceiver, ca_bundle: str) -> None:
+async def test_dns_flip_to_loopback_sends_no_request(
+    receiver: HttpsReceiver, ca_bundle: str
+) -> None:
     resolver = FakeResolver({RECEIVER_NAME: [PUBLIC_V4]})
     await check_webhook_url(url_of(receiver), resolver=resolver, allow_private=False)
     resolver.answers[RECEIVER_NAME] = ["127.0.0.1"]
@@ -145,7 +149,8 @@ async def test_dns_flip_to_loopback_sends_no_request(receiver: HttpsReceiver, ca
     )
 
     assert result.status is None
-    assert result.error is not None and result.error.startswith("refused")
+    assert result.error is not None
+    assert result.error.startswith("refused")
     assert (receiver.connections, receiver.requests) == (0, [])
 
 
@@ -184,7 +189,9 @@ async def test_server_error_recorded_with_status(
     assert (result.status, result.error) == (500, "receiver answered status 500")
 
 
-async def test_slow_receiver_hits_deadline(receiver_factory: ReceiverFactory, ca_bundle: str) -> None:
+async def test_slow_receiver_hits_deadline(
+    receiver_factory: ReceiverFactory, ca_bundle: str
+) -> None:
     async with receiver_factory("slow") as receiver:
         started = time.monotonic()
         result = await deliver_to(receiver, ca_bundle, timeout_s=0.3)
@@ -213,7 +220,8 @@ async def test_certificate_for_another_name_refused(
         result = await deliver_to(receiver, ca_bundle)
 
     assert result.status is None
-    assert result.error is not None and "connection failed" in result.error
+    assert result.error is not None
+    assert "connection failed" in result.error
     assert receiver.requests == []
 
 
@@ -221,15 +229,19 @@ async def test_private_ca_untrusted_without_bundle(receiver: HttpsReceiver) -> N
     result = await deliver_to(receiver, None)
 
     assert result.status is None
-    assert result.error is not None and "CERTIFICATE_VERIFY_FAILED" in result.error
+    assert result.error is not None
+    assert "CERTIFICATE_VERIFY_FAILED" in result.error
     assert receiver.requests == []
 
 
-async def test_missing_ca_bundle_reported_not_raised(receiver: HttpsReceiver, tmp_path: Path) -> None:
+async def test_missing_ca_bundle_reported_not_raised(
+    receiver: HttpsReceiver, tmp_path: Path
+) -> None:
     result = await deliver_to(receiver, str(tmp_path / "missing.pem"))
 
     assert result.status is None
-    assert result.error is not None and result.error.startswith("webhook CA bundle unusable")
+    assert result.error is not None
+    assert result.error.startswith("webhook CA bundle unusable")
 
 
 async def test_connection_refused_reported_not_raised(ca_bundle: str) -> None:
@@ -244,4 +256,5 @@ async def test_connection_refused_reported_not_raised(ca_bundle: str) -> None:
     )
 
     assert result.status is None
-    assert result.error is not None and result.error.startswith("connection failed")
+    assert result.error is not None
+    assert result.error.startswith("connection failed")

@@ -163,7 +163,9 @@ async def test_ip_literal_non_global_refused(address: str) -> None:
 async def test_one_private_address_among_public_ones_refused() -> None:
     resolver = resolver_for(PUBLIC_V4, PUBLIC_V6, "10.1.2.3")
     with pytest.raises(UnsafeWebhookUrl, match="private"):
-        await check_webhook_url("https://hooks.example.com/", resolver=resolver, allow_private=False)
+        await check_webhook_url(
+            "https://hooks.example.com/", resolver=resolver, allow_private=False
+        )
 
 
 async def test_refusal_reason_does_not_reveal_the_address() -> None:
@@ -216,7 +218,9 @@ async def test_unresolvable_name_refused() -> None:
 
 async def test_name_with_no_addresses_refused() -> None:
     with pytest.raises(UnsafeWebhookUrl, match="does not resolve"):
-        await check_webhook_url("https://hooks.example.com/", resolver=resolver_for(), allow_private=False)
+        await check_webhook_url(
+            "https://hooks.example.com/", resolver=resolver_for(), allow_private=False
+        )
 
 
 async def test_public_name_accepted_with_every_address() -> None:
@@ -280,7 +284,9 @@ async def test_private_address_accepted_when_private_allowed(address: str) -> No
     assert target.addresses == (address,)
 
 
-@pytest.mark.parametrize("address", ["169.254.1.1", "224.0.0.1", "0.0.0.0", "100.64.0.1", "fe80::1"])
+@pytest.mark.parametrize(
+    "address", ["169.254.1.1", "224.0.0.1", "0.0.0.0", "100.64.0.1", "fe80::1"]
+)
 async def test_non_private_special_address_refused_when_private_allowed(address: str) -> None:
     with pytest.raises(UnsafeWebhookUrl, match="resolves to"):
         await check_webhook_url(

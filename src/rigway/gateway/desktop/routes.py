@@ -76,8 +76,11 @@ async def screenshot(
             "X-Screenshot-Native-Width": str(shot.reply.native_width),
             "X-Screenshot-Native-Height": str(shot.reply.native_height),
             "Cache-Control": "no-store",
-            # The host's own capture+encode time, so callers can see the gateway's share.
-            "Server-Timing": f"host-jpeg;dur={shot.reply.host_jpeg_ms:.2f}",
+            # The host's own capture+encode time and the host link round trip, so
+            # callers can see the gateway's share.
+            "Server-Timing": (
+                f"host-jpeg;dur={shot.reply.host_jpeg_ms:.2f}, link;dur={shot.link_ms:.2f}"
+            ),
         },
     )
 

@@ -51,6 +51,7 @@ class ScreenParams:
 class Screenshot:
     jpeg: bytes
     reply: ops.ScreenCaptured
+    link_ms: float
 
 
 def _host_error(exc: Exception, what: str) -> ApiError:
@@ -110,11 +111,13 @@ class DesktopService:
             region=params.region,
             mark=mark,
         ).model_dump(exclude={"session_id"})
+        started = time.perf_counter()
         reply = await self._call(
             live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"
         )
+        link_ms = (time.perf_counter() - started) * 1000
         self._sessions.record_activity(live)
-        return Screenshot(reply.payload, ops.ScreenCaptured.model_validate(reply.body))
+        return Screenshot(reply.payload, ops.ScreenCaptured.model_validate(reply.body), link_ms)
 
     async def dirty(self, live: LiveSession) -> DirtyOut:
         reply = await self._call(

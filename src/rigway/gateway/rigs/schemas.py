@@ -42,3 +42,17 @@ class PairOut(BaseModel):
 class PairingCodeOut(BaseModel):
     code: str
     expires_at: datetime
+
+
+class UpdateRigIn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    api_access_enabled: bool | None = None
+
+
+class WakeOut(BaseModel):
+    ok: bool
+    rig_id: str
+    via: str | None = None
+    already_online: bool = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import secrets
@@ -132,6 +133,38 @@ class RigService:
             rig.mac = hello.mac
             rig.lan = hello.lan
             rig.last_seen_at = self._clock.now()
+
+    async def update(
+        self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
+    ) -> Rig:
+        async with self._sessions.begin() as db:
+            rig = await repository.get_for_account(db, account_id, rig_id)
+            if rig is None:
+                raise rig_not_found()
+            if name is not None:
+                rig.name = name
+            if api_access_enabled is not None:
+                rig.api_access_enabled = api_access_enabled
+        return rig
+
+    async def unpair(self, account_id: str, rig_id: str) -> Rig:
+        """Forgets the rig: its token stops working and it leaves every listing."""
+        async with self._sessions.begin() as db:
+            rig = await repository.get_for_account(db, account_id, rig_id)
+            if rig is None:
+                raise rig_not_found()
+            rig.unpaired_at = self._clock.now()
+            rig.token_hash = None
+            rig.api_access_enabled = False
+        return rig
+
+    async def lan_neighbours(self, rig: Rig) -> builtins.list[Rig]:
+        """Other rigs of the account last seen on the same LAN."""
+        if rig.lan is None:
+            return []
+        async with self._sessions() as db:
+            rigs = await repository.list_for_account(db, rig.account_id)
+        return [other for other in rigs if other.id != rig.id and other.lan == rig.lan]
 
     async def set_api_access(self, account_id: str, rig_id: str, enabled: bool) -> Rig:
         async with self._sessions.begin() as db:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from rigway.gateway.auth.api_keys import ApiPrincipal
+from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.services import services_of
@@ -24,10 +26,23 @@ async def create_session(request: Request, body: CreateSessionIn, caller: ApiCal
 
 
 @router.get("/v1/sessions", response_model=SessionListOut, responses=error_responses(401, 429))
-async def list_sessions(request: Request, caller: ApiCaller) -> SessionListOut:
-    """The active sessions created by this key."""
-    sessions = await services_of(request).sessions.list_active(caller.account_id, caller.key_id)
+async def list_sessions(request: Request, caller: AnyCaller) -> SessionListOut:
+    """With an API key: the active sessions it created. With a console token: all
+    active sessions of the account."""
+    key_id = caller.key_id if isinstance(caller, ApiPrincipal) else None
+    sessions = await services_of(request).sessions.list_active(caller.account_id, key_id)
     return SessionListOut(sessions=sessions)
+
+
+@router.post(
+    "/v1/sessions/{session_id}/kill",
+    response_model=SessionOut,
+    responses=error_responses(401, 404),
+)
+async def kill_session(request: Request, session_id: str, caller: ConsoleCaller) -> SessionOut:
+    """The rig owner ends a session (`owner_kill`)."""
+    sessions = services_of(request).sessions
+    return await sessions.end_for_account(caller.account_id, session_id, "owner_kill")
 
 
 @router.get(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -63,6 +63,8 @@ class SessionService:
         self.live = LiveSessions()
         self._end_locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[None]] = set()
+        # Called after a transaction wrote webhook events (the dispatcher drains at once).
+        self.on_events_written: Callable[[], None] = lambda: None
 
     # ---- reads ----
 
@@ -146,6 +148,7 @@ class SessionService:
                 data=self._event_data(row),
                 now=self._clock.now(),
             )
+        self.on_events_written()
         return self.view(row)
 
     async def _insert_active(
@@ -167,7 +170,14 @@ class SessionService:
                         f"{active} of {self._settings.max_concurrent_sessions} "
                         "concurrent sessions in use; end one first",
                         code="concurrency_limit",
-                        headers={"Retry-After": "30"},
+                        # A slot frees when a session ends, which no clock predicts;
+                        # 30 s is a polite polling interval.
+                        headers={
+                            "Retry-After": "30",
+                            "RateLimit-Limit": str(self._settings.max_concurrent_sessions),
+                            "RateLimit-Remaining": "0",
+                            "RateLimit-Reset": "30",
+                        },
                     )
                 row = Session(
                     id=new_id("ses"),
@@ -228,6 +238,7 @@ class SessionService:
                     )
             self._end_locks.pop(session_id, None)
         if won:
+            self.on_events_written()
             self.live.remove(session_id)
             logger.info("session %s ended: %s", session_id, reason)
             restore = self._restore_on_host(row.rig_id, session_id, reason)

@@ -10,9 +10,10 @@ its own lock, so a call from an unexpected thread is safe too.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import xcffib
-from Xlib import display, error
+import xcffib.xproto
 
 from rigway.agent.backends.base import (
     AccessibilitySnapshot,
@@ -140,20 +141,12 @@ def open_x11_desktop(
         raise X11UnavailableError(
             "DISPLAY is unset: the x11 backend needs an X display (for example DISPLAY=:0)"
         )
-    try:
-        probe = display.Display(display_name)
-    except (error.DisplayError, OSError) as exc:
-        raise X11UnavailableError(f"cannot open X display {display_name!r}: {exc}") from exc
-    try:
-        if not probe.has_extension("XTEST"):
-            raise X11UnavailableError(
-                f"X display {display_name!r} has no XTEST extension: input cannot be synthesised"
-            )
-        has_damage = bool(probe.has_extension("DAMAGE") and probe.has_extension("XFIXES"))
-        screen = probe.screen()
-        size = (int(screen.width_in_pixels), int(screen.height_in_pixels))
-    finally:
-        probe.close()
+    extensions, size = _probe(display_name)
+    if "XTEST" not in extensions:
+        raise X11UnavailableError(
+            f"X display {display_name!r} has no XTEST extension: input cannot be synthesised"
+        )
+    has_damage = {"DAMAGE", "XFIXES"} <= extensions
     return X11Desktop(
         display_name,
         screen_size=size,
@@ -161,3 +154,25 @@ def open_x11_desktop(
         session_bus_address=session_bus_address,
         typing_settle_s=typing_settle_s,
     )
+
+
+def _probe(display_name: str) -> tuple[frozenset[str], tuple[int, int]]:
+    """Which of our extensions the display has, and its screen size (one connection).
+
+    xcffib rather than python-xlib: python-xlib leaks its socket when a connect fails.
+    """
+    try:
+        conn: Any = xcffib.Connection(display_name)  # type: ignore[no-untyped-call]
+    except xcffib.XcffibException as exc:
+        raise X11UnavailableError(f"cannot open X display {display_name!r}: {exc}") from exc
+    try:
+        screen = conn.get_setup().roots[conn.pref_screen]
+        size = (int(screen.width_in_pixels), int(screen.height_in_pixels))
+        present = frozenset(
+            name
+            for name in ("XTEST", "DAMAGE", "XFIXES")
+            if conn.core.QueryExtension(len(name), name).reply().present
+        )
+    finally:
+        conn.disconnect()
+    return present, size

@@ -1,0 +1,67 @@
+"""The console caller: a JWT from the identity provider, sent as a bearer token."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from rigway.gateway.auth.api_keys import KEY_PATTERN, ApiPrincipal
+from rigway.gateway.auth.console_tokens import JwksUnavailable
+from rigway.gateway.errors import ApiError, InvalidConsoleToken
+from rigway.gateway.services import services_of
+
+_bearer = HTTPBearer(auto_error=False, description="Console token (JWT)")
+
+
+class IdentityProviderUnavailable(ApiError):
+    status = 503
+    code = "identity_provider_unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolePrincipal:
+    account_id: str
+    subject: str
+
+
+async def verify_console_token(request: Request, token: str | None) -> ConsolePrincipal:
+    if token is None:
+        raise InvalidConsoleToken("missing console token")
+    try:
+        claims = await services_of(request).console_tokens.verify(token)
+    except JwksUnavailable as exc:
+        raise IdentityProviderUnavailable("the identity provider's keys are unavailable") from exc
+    return ConsolePrincipal(account_id=claims.account_id, subject=claims.subject)
+
+
+def bearer_token(request: Request) -> str | None:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() or None if scheme.lower() == "bearer" else None
+
+
+async def console_principal(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> ConsolePrincipal:
+    return await verify_console_token(request, bearer_token(request))
+
+
+async def key_or_console_principal(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> ApiPrincipal | ConsolePrincipal:
+    """For the few operations both callers may use (GET /v1/sessions)."""
+    token = bearer_token(request)
+    if token is None or KEY_PATTERN.fullmatch(token) is not None:
+        services = services_of(request)
+        principal = await services.api_keys.authenticate(request.headers.get("authorization"))
+        await services.rate_limits.hit_request(principal.key_id)
+        return principal
+    return await verify_console_token(request, token)
+
+
+ConsoleCaller = Annotated[ConsolePrincipal, Depends(console_principal)]
+AnyCaller = Annotated[ApiPrincipal | ConsolePrincipal, Depends(key_or_console_principal)]

@@ -1,0 +1,87 @@
+"""The embedded identity provider: local users, sign-in, console tokens, its JWKS.
+
+Used by single-machine deployments (`rigway up`); a hosted deployment points the
+gateway at an external provider's issuer, audience and JWKS URL instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import User
+from rigway.gateway.errors import Conflict, InvalidConsoleToken
+from rigway.gateway.identity.keys import SigningKey, jwks
+from rigway.gateway.identity.passwords import Passwords
+from rigway.gateway.identity.tokens import issue_console_token
+from rigway.gateway.ids import new_id
+
+
+class IdentityProvider:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[DbSession],
+        clock: Clock,
+        key: SigningKey,
+        *,
+        issuer: str,
+        audience: str,
+        token_ttl_s: int,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._key = key
+        self._issuer = issuer
+        self._audience = audience
+        self._token_ttl_s = token_ttl_s
+        self._passwords = Passwords()
+
+    def jwks(self) -> dict[str, Any]:
+        return jwks(self._key)
+
+    async def create_user(self, account_id: str, email: str, password: str) -> str:
+        password_hash = await self._passwords.hash_in_thread(password)
+        user = User(
+            id=new_id("usr"),
+            account_id=account_id,
+            email=email.strip().lower(),
+            password_hash=password_hash,
+            created_at=self._clock.now(),
+        )
+        try:
+            async with self._sessions.begin() as db:
+                db.add(user)
+        except IntegrityError as exc:
+            raise Conflict("a user with this email exists", code="user_exists") from exc
+        return user.id
+
+    async def user_exists(self, email: str) -> bool:
+        async with self._sessions() as db:
+            found = await db.scalar(select(User.id).where(User.email == email.strip().lower()))
+        return found is not None
+
+    async def sign_in(self, email: str, password: str) -> str:
+        """A console token for a correct email and password; the same refusal (and the
+        same argon2 cost) for an unknown email and a wrong password."""
+        async with self._sessions() as db:
+            user = await db.scalar(select(User).where(User.email == email.strip().lower()))
+        stored = user.password_hash if user is not None else None
+        if not await self._passwords.verify_in_thread(stored, password) or user is None:
+            raise InvalidConsoleToken("wrong email or password")
+        return self.issue(user.id, user.account_id)
+
+    def issue(self, subject: str, account_id: str) -> str:
+        return issue_console_token(
+            subject,
+            account_id,
+            self._issuer,
+            self._audience,
+            self._token_ttl_s,
+            self._key,
+            self._clock.now(),
+        )

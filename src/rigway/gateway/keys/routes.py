@@ -1,0 +1,34 @@
+"""HTTP routes of API key management (console token)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from rigway.gateway.auth.console import ConsoleCaller
+from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyListOut, ApiKeyOut, CreateKeyIn
+from rigway.gateway.services import services_of
+
+router = APIRouter(tags=["console: keys"])
+
+
+@router.get("/v1/keys", response_model=ApiKeyListOut, responses=error_responses(401))
+async def list_keys(request: Request, caller: ConsoleCaller) -> ApiKeyListOut:
+    """The account's active keys, prefix only."""
+    return ApiKeyListOut(keys=await services_of(request).keys.list(caller.account_id))
+
+
+@router.post(
+    "/v1/keys", response_model=ApiKeyCreatedOut, status_code=201, responses=error_responses(401)
+)
+async def create_key(
+    request: Request, body: CreateKeyIn, caller: ConsoleCaller
+) -> ApiKeyCreatedOut:
+    """Creates a key; `secret` (the full key) appears in this response only."""
+    return await services_of(request).keys.create(caller.account_id, body)
+
+
+@router.delete("/v1/keys/{key_id}", response_model=ApiKeyOut, responses=error_responses(401, 404))
+async def revoke_key(request: Request, key_id: str, caller: ConsoleCaller) -> ApiKeyOut:
+    """Revokes a key: its next request gets 401."""
+    return await services_of(request).keys.revoke(caller.account_id, key_id)

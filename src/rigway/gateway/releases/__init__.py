@@ -1,0 +1,1 @@
+"""Signed host agent releases, served to updating agents."""

@@ -1,0 +1,80 @@
+"""What a rig's owner does to it beyond reading: rename, toggle API access, unpair,
+wake. These cross features (sessions end, host links close), so they live here rather
+than in `RigService`."""
+
+from __future__ import annotations
+
+import logging
+
+from rigway.gateway.errors import Conflict
+from rigway.gateway.hostlink.connection import HostOpError, HostTimeoutError, HostUnavailableError
+from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.rigs.schemas import RigOut, WakeOut
+from rigway.gateway.rigs.service import RigService
+from rigway.gateway.sessions.service import SessionService
+from rigway.gateway.wake.packet import parse_host_port, parse_mac, send_magic_packet
+from rigway.protocol import ops
+
+logger = logging.getLogger(__name__)
+UNPAIRED_CLOSE_CODE = 4401
+
+
+class RigOwnerActions:
+    def __init__(
+        self,
+        rigs: RigService,
+        sessions: SessionService,
+        registry: HostRegistry,
+        *,
+        wake_broadcast: str,
+        host_timeout_s: float,
+    ) -> None:
+        self._rigs = rigs
+        self._sessions = sessions
+        self._registry = registry
+        self._wake_broadcast = wake_broadcast
+        self._host_timeout_s = host_timeout_s
+
+    async def update(
+        self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
+    ) -> RigOut:
+        rig = await self._rigs.update(
+            account_id, rig_id, name=name, api_access_enabled=api_access_enabled
+        )
+        return self._rigs.view(rig)
+
+    async def unpair(self, account_id: str, rig_id: str) -> RigOut:
+        await self._rigs.get(account_id, rig_id)
+        live = self._sessions.live.for_rig(rig_id)
+        if live is not None:
+            # While the host is still connected, so its safety restore runs now.
+            await self._sessions.end(live.id, "unpaired")
+        rig = await self._rigs.unpair(account_id, rig_id)
+        await self._registry.disconnect(rig_id, UNPAIRED_CLOSE_CODE, "unpaired")
+        return self._rigs.view(rig)
+
+    async def wake(self, account_id: str, rig_id: str) -> WakeOut:
+        rig = await self._rigs.get(account_id, rig_id)
+        if self._registry.is_online(rig.id):
+            return WakeOut(ok=True, rig_id=rig.id, already_online=True)
+        if rig.mac is None:
+            raise Conflict("no MAC address is known for this rig", code="wake_unavailable")
+        mac = parse_mac(rig.mac)
+        for neighbour in await self._rigs.lan_neighbours(rig):
+            if await self._wake_through(neighbour.id, rig.mac):
+                return WakeOut(ok=True, rig_id=rig.id, via=neighbour.id)
+        host, port = parse_host_port(self._wake_broadcast)
+        await send_magic_packet(mac, host, port)
+        return WakeOut(ok=True, rig_id=rig.id, via="gateway")
+
+    async def _wake_through(self, neighbour_id: str, mac: str) -> bool:
+        connection = self._registry.get(neighbour_id)
+        if connection is None:
+            return False
+        body = ops.WakeSend(mac=mac.lower()).model_dump()
+        try:
+            await connection.request(ops.WAKE_SEND, body, self._host_timeout_s)
+        except (HostTimeoutError, HostUnavailableError, HostOpError) as exc:
+            logger.info("wake through %s failed (%s); trying the next way", neighbour_id, exc)
+            return False
+        return True

@@ -1,0 +1,127 @@
+"""Webhook rules: at most N per account, SSRF-checked URLs, secrets shown once and
+sealed at rest."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import Webhook
+from rigway.gateway.errors import Conflict, InvalidRequest, NotFound
+from rigway.gateway.ids import new_uuid
+from rigway.gateway.secret_box import SecretBox
+from rigway.gateway.webhooks.schemas import (
+    ALL_EVENTS,
+    CreateWebhookIn,
+    UpdateWebhookIn,
+    WebhookCreatedOut,
+    WebhookOut,
+    WebhookWithSecretOut,
+)
+from rigway.gateway.webhooks.signing import new_webhook_secret
+from rigway.gateway.webhooks.ssrf import Resolver, UnsafeWebhookUrl, check_webhook_url
+
+_WARNING = (
+    "Store the secret now: it is shown only once. Verify every delivery's "
+    "X-Service-Signature over timestamp + '.' + raw body, and reject timestamps more "
+    "than 5 minutes away from your clock."
+)
+
+
+def webhook_view(row: Webhook) -> WebhookOut:
+    return WebhookOut(
+        id=row.id,
+        url=row.url,
+        events=list(row.events),  # type: ignore[arg-type]
+        enabled=row.enabled,
+        created_at=row.created_at,
+        last_delivery_at=row.last_delivery_at,
+        last_status=row.last_status,
+        last_error=row.last_error,
+    )
+
+
+def _not_found() -> NotFound:
+    return NotFound(code="webhook_not_found")
+
+
+class WebhookService:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[DbSession],
+        clock: Clock,
+        box: SecretBox,
+        resolver: Resolver,
+        *,
+        allow_private: bool,
+        max_per_account: int,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._box = box
+        self._resolver = resolver
+        self._allow_private = allow_private
+        self._max_per_account = max_per_account
+
+    async def create(self, account_id: str, request: CreateWebhookIn) -> WebhookCreatedOut:
+        try:
+            await check_webhook_url(
+                request.url, resolver=self._resolver, allow_private=self._allow_private
+            )
+        except UnsafeWebhookUrl as exc:
+            raise InvalidRequest(f"webhook url {exc}") from exc
+        secret = new_webhook_secret()
+        events = list(ALL_EVENTS) if request.events is None else sorted(set(request.events))
+        row = Webhook(
+            id=new_uuid(),
+            account_id=account_id,
+            url=request.url,
+            events=events,
+            enabled=True,
+            secret_encrypted=self._box.seal(secret),
+            created_at=self._clock.now(),
+        )
+        async with self._sessions.begin() as db:
+            count = await db.scalar(select(func.count()).where(Webhook.account_id == account_id))
+            if int(count or 0) >= self._max_per_account:
+                raise Conflict(
+                    f"an account has at most {self._max_per_account} webhooks",
+                    code="webhook_limit",
+                )
+            db.add(row)
+        view = webhook_view(row)
+        return WebhookCreatedOut(
+            webhook=WebhookWithSecretOut(**view.model_dump(), secret=secret), warning=_WARNING
+        )
+
+    async def list(self, account_id: str) -> list[WebhookOut]:
+        async with self._sessions() as db:
+            rows = await db.scalars(
+                select(Webhook)
+                .where(Webhook.account_id == account_id)
+                .order_by(Webhook.created_at, Webhook.id)
+            )
+            return [webhook_view(row) for row in rows]
+
+    async def update(
+        self, account_id: str, webhook_id: str, request: UpdateWebhookIn
+    ) -> WebhookOut:
+        async with self._sessions.begin() as db:
+            row = await db.get(Webhook, webhook_id)
+            if row is None or row.account_id != account_id:
+                raise _not_found()
+            if request.enabled is not None:
+                row.enabled = request.enabled
+            if request.events is not None:
+                row.events = sorted(set(request.events))
+        return webhook_view(row)
+
+    async def delete(self, account_id: str, webhook_id: str) -> WebhookOut:
+        async with self._sessions.begin() as db:
+            row = await db.get(Webhook, webhook_id)
+            if row is None or row.account_id != account_id:
+                raise _not_found()
+            await db.execute(delete(Webhook).where(Webhook.id == webhook_id))
+        return webhook_view(row)

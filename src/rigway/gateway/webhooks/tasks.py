@@ -1,0 +1,162 @@
+"""The webhook delivery worker: drains the outbox off the request path.
+
+Each outbox event is claimed with a conditional UPDATE (exactly once across gateway
+nodes), then delivered to every enabled webhook of its account that subscribes to it,
+concurrently, each within the ~5 s deadline of `deliver`. Deliveries are best effort:
+no retries (spec); the outcome lands in the webhook's last_* fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession as DbSession
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import Webhook, WebhookOutbox
+from rigway.gateway.secret_box import SecretBox, SecretBoxError
+from rigway.gateway.webhooks.delivery import deliver
+from rigway.gateway.webhooks.signing import delivery_headers, signature_header
+from rigway.gateway.webhooks.ssrf import Resolver
+
+logger = logging.getLogger(__name__)
+_BATCH = 50
+
+
+class WebhookDispatcher:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[DbSession],
+        clock: Clock,
+        box: SecretBox,
+        resolver: Resolver,
+        *,
+        allow_private: bool,
+        ca_bundle: str | None,
+        poll_interval_s: float,
+    ) -> None:
+        self._sessions = sessions
+        self._clock = clock
+        self._box = box
+        self._resolver = resolver
+        self._allow_private = allow_private
+        self._ca_bundle = ca_bundle
+        self._poll_interval_s = poll_interval_s
+        self._wake = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._deliveries: set[asyncio.Task[None]] = set()
+
+    def notify(self) -> None:
+        """New events are in the outbox: drain now rather than at the next poll."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._loop_task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+        await self.wait_idle()
+
+    async def wait_idle(self) -> None:
+        while self._deliveries:
+            await asyncio.gather(*self._deliveries, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll_interval_s):
+                    await self._wake.wait()
+            self._wake.clear()
+            try:
+                while await self.drain_once() == _BATCH:
+                    pass
+            except Exception:
+                logger.exception("webhook outbox drain failed")
+
+    async def drain_once(self) -> int:
+        """Claims and schedules up to one batch of events; returns how many it claimed."""
+        async with self._sessions() as db:
+            pending = list(
+                await db.scalars(
+                    select(WebhookOutbox)
+                    .where(WebhookOutbox.dispatched_at.is_(None))
+                    .order_by(WebhookOutbox.created_at, WebhookOutbox.id)
+                    .limit(_BATCH)
+                )
+            )
+        for event in pending:
+            if await self._claim(event.id):
+                await self._schedule(event)
+        return len(pending)
+
+    async def _claim(self, event_id: str) -> bool:
+        async with self._sessions.begin() as db:
+            result = await db.execute(
+                update(WebhookOutbox)
+                .where(WebhookOutbox.id == event_id, WebhookOutbox.dispatched_at.is_(None))
+                .values(dispatched_at=self._clock.now())
+            )
+        return bool(getattr(result, "rowcount", 0) == 1)
+
+    async def _schedule(self, event: WebhookOutbox) -> None:
+        async with self._sessions() as db:
+            hooks = list(
+                await db.scalars(
+                    select(Webhook).where(
+                        Webhook.account_id == event.account_id, Webhook.enabled.is_(True)
+                    )
+                )
+            )
+        for hook in hooks:
+            if event.event not in hook.events:
+                continue
+            task = asyncio.create_task(self._deliver(hook, event.event, event.payload))
+            self._deliveries.add(task)
+            task.add_done_callback(self._deliveries.discard)
+
+    async def _deliver(self, hook: Webhook, event: str, data: dict[str, Any]) -> None:
+        delivery_id = f"dlv_{secrets.token_hex(12)}"
+        now = self._clock.now()
+        body = {
+            "type": event,
+            "id": delivery_id,
+            "created_at": now.isoformat().replace("+00:00", "Z"),
+            "data": data,
+        }
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        timestamp = int(now.timestamp())
+        try:
+            secret = self._box.open(hook.secret_encrypted)
+        except SecretBoxError as exc:
+            await self._record(hook.id, None, f"secret unusable: {exc}")
+            return
+        headers = delivery_headers(
+            event, delivery_id, timestamp, signature_header(secret, timestamp, raw)
+        )
+        result = await deliver(
+            hook.url,
+            raw,
+            headers,
+            resolver=self._resolver,
+            allow_private=self._allow_private,
+            ca_bundle=self._ca_bundle,
+        )
+        await self._record(hook.id, result.status, result.error)
+
+    async def _record(self, webhook_id: str, status: int | None, error: str | None) -> None:
+        async with self._sessions.begin() as db:
+            await db.execute(
+                update(Webhook)
+                .where(Webhook.id == webhook_id)
+                .values(last_delivery_at=self._clock.now(), last_status=status, last_error=error)
+            )

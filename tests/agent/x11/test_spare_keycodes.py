@@ -1,0 +1,73 @@
+"""Spare keycodes: remembered on the root window, unbound at close and cleaned at start.
+
+Each test runs its own desktop: a second backend typing on the shared desktop would
+unbind the spare keycodes the session's backend has cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from Xlib import X
+
+from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
+from rigway.agent.backends.x11.input import SPARE_PROPERTY
+from tests.support.x_desktop import XDesktop
+
+pytestmark = pytest.mark.x11
+
+NIHON = 0x01000000 | ord("日")
+
+
+@pytest.fixture
+def own_desktop(x_desktop: XDesktop) -> Iterator[XDesktop]:
+    # Depends on x_desktop only to share its skip; this desktop is separate.
+    with XDesktop() as desk:
+        yield desk
+
+
+def _open(desk: XDesktop) -> X11Desktop:
+    return open_x11_desktop(desk.display, session_bus_address=desk.env["DBUS_SESSION_BUS_ADDRESS"])
+
+
+def _spares_and_bindings(desk: XDesktop) -> tuple[list[int], dict[int, list[int]]]:
+    with desk.x_connection() as conn:
+        prop: Any = conn.screen().root.get_full_property(
+            conn.intern_atom(SPARE_PROPERTY), X.AnyPropertyType
+        )
+        spares = [int(code) for code in prop.value]
+        first = conn.display.info.min_keycode
+        rows = conn.get_keyboard_mapping(first, conn.display.info.max_keycode - first + 1)
+    return spares, {code: [s for s in rows[code - first] if s] for code in spares}
+
+
+def test_close_unbinds_every_spare_keycode(own_desktop: XDesktop) -> None:
+    backend = _open(own_desktop)
+    backend.type_text("日本")  # nothing focused: the keys go nowhere, the bindings stay
+    _, bound = _spares_and_bindings(own_desktop)
+    assert any(NIHON in syms for syms in bound.values())
+
+    backend.close()
+
+    spares, bound = _spares_and_bindings(own_desktop)
+    assert len(spares) > 0
+    assert all(syms == [] for syms in bound.values())
+
+
+def test_bindings_left_by_a_crashed_instance_are_cleaned_at_start(own_desktop: XDesktop) -> None:
+    crashed = _open(own_desktop)
+    crashed.type_text("日")
+    # A crash: the process is gone without close(), so 日 stays bound on the server.
+    crashed._input._forget_connection()
+
+    survivor = _open(own_desktop)
+    try:
+        survivor.type_text("x")  # the input role starts (lazily) and cleans up
+
+        _, bound = _spares_and_bindings(own_desktop)
+        assert all(syms == [] for syms in bound.values())
+    finally:
+        survivor.close()
+        crashed.close()

@@ -1,0 +1,806 @@
+"""Every error code of API-DECISIONS that the rigs, sessions, screen, input and app
+endpoints can answer, each provoked for real against the running stack.
+
+Each error body is exactly `{"error": "<code>"}` or `{"error": "<code>: <detail>"}`.
+The host errors (502, 504) come from a fake host: a raw WebSocket client that pairs,
+says hello and then answers each operation as the test tells it to (or never).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from rigway.agent.pairing import pair
+from rigway.gateway.auth.api_keys import generate_api_key
+from rigway.gateway.keys.schemas import CreateKeyIn
+from rigway.protocol import (
+    PROTOCOL_VERSION,
+    Hello,
+    Pong,
+    Request,
+    Welcome,
+    decode_frame,
+    encode_text,
+    ops,
+)
+from tests.e2e.harness import Stack, running_stack
+
+pytestmark = pytest.mark.postgres
+
+AGENT = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
+TYPE_X = {"events": [{"type": "type_text", "text": "x"}]}
+
+
+def assert_error(response: httpx2.Response, status: int, code: str) -> str:
+    """The response is `status` with body exactly {"error": "<code>[: <detail>]"};
+    returns the detail ("" when there is none)."""
+    assert response.status_code == status, f"{response.status_code} {response.text}"
+    assert response.headers["content-type"].startswith("application/json"), response.headers
+    body = response.json()
+    assert isinstance(body, dict), body
+    assert list(body) == ["error"], body
+    error = body["error"]
+    assert isinstance(error, str), body
+    if error == code:
+        return ""
+    assert error.startswith(f"{code}: "), f"expected code {code!r}, got {error!r}"
+    detail = error.removeprefix(f"{code}: ")
+    assert detail.strip(), f"empty detail in {error!r}"
+    return detail
+
+
+@dataclass(frozen=True)
+class Op:
+    """One endpoint; `{rig}` and `{sid}` in the path are filled per test."""
+
+    method: str
+    path: str
+    body: dict[str, Any] | None = None
+
+    async def call(self, client: httpx2.AsyncClient, **ids: str) -> httpx2.Response:
+        url = self.path.format(**ids)
+        if self.body is None:
+            return await client.request(self.method, url)
+        return await client.request(self.method, url, json=self.body)
+
+
+SCREENSHOT = Op("GET", "/v1/sessions/{sid}/screenshot")
+DIRTY = Op("GET", "/v1/sessions/{sid}/dirty")
+OBSERVE = Op("GET", "/v1/sessions/{sid}/observe")
+TARGETS = Op("GET", "/v1/sessions/{sid}/targets")
+INPUT = Op("POST", "/v1/sessions/{sid}/input", TYPE_X)
+# Never runs in these tests (every call is refused); `true` would be harmless if it did.
+LAUNCH = Op("POST", "/v1/sessions/{sid}/app/launch", {"path": "true"})
+KILL = Op("POST", "/v1/sessions/{sid}/app/kill", {})
+SESSION_READ = Op("GET", "/v1/sessions/{sid}")
+SESSION_DELETE = Op("DELETE", "/v1/sessions/{sid}")
+SESSION_END = Op("POST", "/v1/sessions/{sid}/end")
+
+SESSION_SCOPED = {
+    "screenshot": SCREENSHOT,
+    "dirty": DIRTY,
+    "observe": OBSERVE,
+    "targets": TARGETS,
+    "input": INPUT,
+    "app_launch": LAUNCH,
+    "app_kill": KILL,
+}
+SESSION_ANY = {
+    "session_read": SESSION_READ,
+    "session_delete": SESSION_DELETE,
+    "session_end": SESSION_END,
+    **SESSION_SCOPED,
+}
+EVERY_ENDPOINT = {
+    "rigs_list": Op("GET", "/v1/rigs"),
+    "rig_read": Op("GET", "/v1/rigs/{rig}"),
+    "session_create": Op("POST", "/v1/sessions", {"rig_id": "{rig}"}),
+    "sessions_list": Op("GET", "/v1/sessions"),
+    **SESSION_ANY,
+}
+
+
+def _client(stack: Stack, authorization: str | None) -> httpx2.AsyncClient:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    return httpx2.AsyncClient(
+        base_url=stack.base_url, headers=headers, timeout=30.0, trust_env=False
+    )
+
+
+@contextlib.asynccontextmanager
+async def _stack(
+    tmp_path: Path, database_url: str, *, rigs: int = 1, **overrides: Any
+) -> AsyncIterator[Stack]:
+    async with running_stack(
+        tmp_path / "state",
+        database_url,
+        rigs=rigs,
+        reaper_interval_s=3600,
+        agent_settings=AGENT,
+        **overrides,
+    ) as running:
+        yield running
+
+
+async def _other_account(stack: Stack) -> tuple[str, str]:
+    """A second account and an API key of it: (account_id, secret)."""
+    account_id = await stack.services.accounts.create("other account")
+    key = await stack.services.keys.create(account_id, CreateKeyIn(name="other"))
+    return account_id, key.secret
+
+
+async def _session_status(stack: Stack, session_id: str) -> str:
+    response = await stack.client.get(f"/v1/sessions/{session_id}")
+    assert response.status_code == 200, response.text
+    status = response.json()["status"]
+    assert isinstance(status, str)
+    return status
+
+
+# ---- 400 invalid_request ----------------------------------------------------------------
+
+
+async def test_malformed_json_400_invalid_request(stack: Stack) -> None:
+    response = await stack.client.post(
+        "/v1/sessions",
+        content=b'{"rig_id": "' + stack.rig_ids[0].encode() + b'",',
+        headers={"Content-Type": "application/json"},
+    )
+    assert_error(response, 400, "invalid_request")
+    assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
+
+
+@pytest.mark.parametrize("idle_timeout_seconds", [59, 3601, 0, -1])
+async def test_idle_timeout_out_of_bounds_400_invalid_request(
+    stack: Stack, idle_timeout_seconds: int
+) -> None:
+    response = await stack.client.post(
+        "/v1/sessions",
+        json={"rig_id": stack.rig_ids[0], "idle_timeout_seconds": idle_timeout_seconds},
+    )
+    detail = assert_error(response, 400, "invalid_request")
+    assert "idle_timeout_seconds" in detail
+    assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
+
+
+async def test_unknown_event_type_400_invalid_request(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/input", json={"events": [{"type": "teleport"}]}
+    )
+    assert_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "key_press"},
+        {"type": "key_down"},
+        {"type": "key_up"},
+        {"type": "type_text"},
+        {"type": "mouse_move"},
+        {"type": "mouse_move", "x": 10},
+        {"x": 10, "y": 10},
+    ],
+    ids=["key_press", "key_down", "key_up", "type_text", "mouse_move", "mouse_move_y", "type"],
+)
+async def test_event_missing_required_field_400_invalid_request(
+    stack: Stack, event: dict[str, Any]
+) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/input", json={"events": [event]}
+    )
+    assert_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
+@pytest.mark.parametrize(
+    "region",
+    [
+        {"x": 1900, "y": 0, "w": 100, "h": 10},
+        {"x": 0, "y": 1000, "w": 10, "h": 81},
+        {"x": 1920, "y": 1080, "w": 1, "h": 1},
+    ],
+    ids=["past_right", "past_bottom", "past_corner"],
+)
+async def test_region_outside_desktop_400_invalid_request(
+    stack: Stack, op: Op, region: dict[str, int]
+) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.get(op.path.format(sid=session_id), params=region)
+    detail = assert_error(response, 400, "invalid_request")
+    assert "1920x1080" in detail
+
+
+async def test_region_touching_desktop_edge_is_accepted(stack: Stack) -> None:
+    """The boundary case of the rule above: a region ending exactly at the edge is inside."""
+    session_id = await stack.start_session()
+    response = await stack.client.get(
+        f"/v1/sessions/{session_id}/screenshot", params={"x": 1820, "y": 980, "w": 100, "h": 100}
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["x-screenshot-width"] == "100"
+
+
+@pytest.mark.parametrize(
+    ("event", "name"),
+    [
+        ({"type": "key_press", "key": "hyperspace"}, "hyperspace"),
+        ({"type": "key_press", "key": "ctrl+blorp"}, "blorp"),
+        ({"type": "key_down", "key": "f25"}, "f25"),
+        ({"type": "key_up", "key": "shiftt"}, "shiftt"),
+    ],
+    ids=["key_press", "chord", "key_down", "key_up"],
+)
+async def test_unknown_key_name_400_names_the_key(
+    stack: Stack, event: dict[str, Any], name: str
+) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/input", json={"events": [event]}
+    )
+    detail = assert_error(response, 400, "invalid_request")
+    assert name in detail
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"type": "mouse_click", "x": 5},
+        {"type": "mouse_click", "y": 5},
+        {"type": "mouse_scroll", "x": 5, "dy": -1},
+    ],
+    ids=["click_x", "click_y", "scroll_x"],
+)
+async def test_x_without_y_400_invalid_request(stack: Stack, event: dict[str, Any]) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/input", json={"events": [event]}
+    )
+    assert_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
+@pytest.mark.parametrize(
+    "params",
+    [{"x": 0}, {"x": 0, "y": 0}, {"x": 0, "y": 0, "w": 10}, {"w": 10, "h": 10}],
+    ids=["x", "xy", "xyw", "wh"],
+)
+async def test_partial_region_400_invalid_request(
+    stack: Stack, op: Op, params: dict[str, int]
+) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.get(op.path.format(sid=session_id), params=params)
+    assert_error(response, 400, "invalid_request")
+
+
+@pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
+@pytest.mark.parametrize("max_width", [15, 16385, 0, -1])
+async def test_max_width_out_of_range_400_invalid_request(
+    stack: Stack, op: Op, max_width: int
+) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.get(
+        op.path.format(sid=session_id), params={"max_width": max_width}
+    )
+    detail = assert_error(response, 400, "invalid_request")
+    assert "max_width" in detail
+
+
+async def test_unstartable_app_path_400_invalid_request(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/app/launch", json={"path": "/nonexistent/rigway-no-such-app"}
+    )
+    detail = assert_error(response, 400, "invalid_request")
+    assert "/nonexistent/rigway-no-such-app" in detail
+
+
+# ---- 401 invalid_api_key ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endpoint", EVERY_ENDPOINT.values(), ids=EVERY_ENDPOINT.keys())
+async def test_missing_api_key_401_invalid_api_key(stack: Stack, endpoint: Op) -> None:
+    session_id = await stack.start_session()
+    op = endpoint
+    if op.body is not None and op.body.get("rig_id") == "{rig}":
+        op = Op(op.method, op.path, {"rig_id": stack.rig_ids[0]})
+    async with _client(stack, None) as anonymous:
+        response = await op.call(anonymous, rig=stack.rig_ids[0], sid=session_id)
+    assert_error(response, 401, "invalid_api_key")
+    assert await _session_status(stack, session_id) == "active"
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        "Bearer not-a-key",
+        "Bearer rgw_live_sk_" + "A" * 48,
+        "Bearer rgw_prod_sk_" + "a" * 48,
+        "Bearer rgw_live_sk_" + "a" * 47,
+        "Bearer",
+        "{key}",
+        "Basic {key}",
+        "Bearer {key} extra",
+    ],
+    ids=[
+        "garbage",
+        "uppercase_hex",
+        "bad_environment",
+        "short",
+        "scheme_only",
+        "no_scheme",
+        "basic_scheme",
+        "trailing_junk",
+    ],
+)
+async def test_malformed_api_key_401_invalid_api_key(stack: Stack, authorization: str) -> None:
+    async with _client(stack, authorization.format(key=stack.api_key)) as client:
+        response = await client.get("/v1/rigs")
+    assert_error(response, 401, "invalid_api_key")
+
+
+@pytest.mark.parametrize("kind", ["random", "known_prefix"])
+async def test_unknown_api_key_401_invalid_api_key(stack: Stack, kind: str) -> None:
+    if kind == "random":
+        secret = generate_api_key("live").secret
+    else:
+        # Same lookup prefix as the real key, different secret: the hash must not match.
+        tail = "0" * 8 if not stack.api_key.endswith("0" * 8) else "1" * 8
+        secret = stack.api_key[:-8] + tail
+    async with _client(stack, f"Bearer {secret}") as client:
+        response = await client.get("/v1/rigs")
+    assert_error(response, 401, "invalid_api_key")
+
+
+async def test_revoked_api_key_401_on_next_request(stack: Stack) -> None:
+    created = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="doomed"))
+    async with _client(stack, f"Bearer {created.secret}") as client:
+        assert (await client.get("/v1/rigs")).status_code == 200
+        await stack.services.keys.revoke(stack.account_id, created.id)
+        response = await client.get("/v1/rigs")
+    assert_error(response, 401, "invalid_api_key")
+
+
+# ---- 403 ---------------------------------------------------------------------------------
+
+
+async def test_rig_without_api_access_403_api_access_disabled(stack: Stack) -> None:
+    rig_id = await stack.add_agent(enable_api=False)
+    response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
+    assert_error(response, 403, "api_access_disabled")
+    assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
+
+
+async def test_key_without_sessions_scope_403_insufficient_scope(stack: Stack) -> None:
+    narrow = await stack.services.keys.create(
+        stack.account_id, CreateKeyIn(name="read only", scopes=["rigs:read"])
+    )
+    async with _client(stack, f"Bearer {narrow.secret}") as client:
+        assert (await client.get("/v1/rigs")).status_code == 200
+        response = await client.post("/v1/sessions", json={"rig_id": stack.rig_ids[0]})
+    assert_error(response, 403, "insufficient_scope")
+    assert (await stack.client.get(f"/v1/rigs/{stack.rig_ids[0]}")).json()[
+        "active_session_id"
+    ] is None
+
+
+@pytest.mark.parametrize(
+    ("scopes", "endpoint"),
+    [
+        (["sessions", "apps"], INPUT),
+        (["sessions", "input"], LAUNCH),
+        (["sessions", "input"], KILL),
+        (["input", "apps"], SCREENSHOT),
+        (["input", "apps"], SESSION_DELETE),
+        (["sessions"], Op("GET", "/v1/rigs")),
+    ],
+    ids=["input", "app_launch", "app_kill", "screenshot", "session_delete", "rigs_list"],
+)
+async def test_key_lacking_operation_scope_403_insufficient_scope(
+    stack: Stack, scopes: list[Any], endpoint: Op
+) -> None:
+    session_id = await stack.start_session()
+    narrow = await stack.services.keys.create(
+        stack.account_id, CreateKeyIn(name="narrow", scopes=scopes)
+    )
+    async with _client(stack, f"Bearer {narrow.secret}") as client:
+        response = await endpoint.call(client, sid=session_id)
+    assert_error(response, 403, "insufficient_scope")
+    assert await _session_status(stack, session_id) == "active"
+    assert stack.sim().field_text("username") == ""
+
+
+# ---- 404 ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rig_id", ["rig_000000000000000000000000", "nope", "%00", "rig_%20"])
+async def test_unknown_rig_404_rig_not_found(stack: Stack, rig_id: str) -> None:
+    assert_error(await stack.client.get(f"/v1/rigs/{rig_id}"), 404, "rig_not_found")
+
+
+async def test_session_on_unknown_rig_404_rig_not_found(stack: Stack) -> None:
+    response = await stack.client.post(
+        "/v1/sessions", json={"rig_id": "rig_000000000000000000000000"}
+    )
+    assert_error(response, 404, "rig_not_found")
+
+
+async def test_other_accounts_rig_404_rig_not_found(stack: Stack) -> None:
+    other_account, _ = await _other_account(stack)
+    code = await stack.services.rigs.create_pairing_code(other_account)
+    paired = await pair(stack.base_url, code.code, name="theirs", os="test-os", gpu="")
+    await stack.services.rigs.set_api_access(other_account, paired.rig_id, True)
+    assert_error(await stack.client.get(f"/v1/rigs/{paired.rig_id}"), 404, "rig_not_found")
+    response = await stack.client.post("/v1/sessions", json={"rig_id": paired.rig_id})
+    assert_error(response, 404, "rig_not_found")
+    rigs = (await stack.client.get("/v1/rigs")).json()["rigs"]
+    assert paired.rig_id not in {rig["id"] for rig in rigs}
+
+
+@pytest.mark.parametrize("endpoint", SESSION_ANY.values(), ids=SESSION_ANY.keys())
+async def test_unknown_session_404_session_not_found(stack: Stack, endpoint: Op) -> None:
+    response = await endpoint.call(stack.client, sid="ses_000000000000000000000000")
+    assert_error(response, 404, "session_not_found")
+
+
+@pytest.mark.parametrize("endpoint", SESSION_ANY.values(), ids=SESSION_ANY.keys())
+async def test_other_accounts_session_404_session_not_found(stack: Stack, endpoint: Op) -> None:
+    session_id = await stack.start_session()
+    _, other_key = await _other_account(stack)
+    async with _client(stack, f"Bearer {other_key}") as other:
+        response = await endpoint.call(other, sid=session_id)
+        assert (await other.get("/v1/sessions")).json() == {"sessions": []}
+    assert_error(response, 404, "session_not_found")
+    assert await _session_status(stack, session_id) == "active"
+    assert stack.sim().field_text("username") == ""
+
+
+async def test_kill_of_pid_not_launched_by_session_404_app_not_found(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/app/kill", json={"pid": 2**31 - 1}
+    )
+    assert_error(response, 404, "app_not_found")
+
+
+# ---- 409 ---------------------------------------------------------------------------------
+
+
+async def test_session_on_offline_rig_409_rig_offline(stack: Stack) -> None:
+    rig_id = stack.rig_ids[0]
+    await stack.stop_agent(rig_id)
+    response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
+    assert_error(response, 409, "rig_offline")
+    assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
+
+
+async def test_second_session_on_busy_rig_409_rig_busy(stack: Stack) -> None:
+    first = await stack.start_session()
+    response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[0]})
+    assert_error(response, 409, "rig_busy")
+    sessions = (await stack.client.get("/v1/sessions")).json()["sessions"]
+    assert [s["session_id"] for s in sessions] == [first]
+
+
+async def test_concurrent_sessions_on_one_rig_one_wins_409_rig_busy(stack: Stack) -> None:
+    body = {"rig_id": stack.rig_ids[0]}
+    responses = await asyncio.gather(
+        *(stack.client.post("/v1/sessions", json=body) for _ in range(3))
+    )
+    statuses = sorted(response.status_code for response in responses)
+    assert statuses == [201, 409, 409], [r.text for r in responses]
+    for response in responses:
+        if response.status_code == 409:
+            assert_error(response, 409, "rig_busy")
+
+
+# ---- 410 session_ended ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endpoint", SESSION_SCOPED.values(), ids=SESSION_SCOPED.keys())
+async def test_operation_on_ended_session_410_session_ended(stack: Stack, endpoint: Op) -> None:
+    session_id = await stack.start_session()
+    assert (await stack.client.delete(f"/v1/sessions/{session_id}")).status_code == 200
+    response = await endpoint.call(stack.client, sid=session_id)
+    assert_error(response, 410, "session_ended")
+    assert stack.sim().field_text("username") == ""
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(SESSION_DELETE, SESSION_DELETE), (SESSION_END, SESSION_END), (SESSION_END, SESSION_DELETE)],
+    ids=["delete_delete", "end_end", "end_delete"],
+)
+async def test_ending_ended_session_200_same_record_and_reason(
+    stack: Stack, first: Op, second: Op
+) -> None:
+    session_id = await stack.start_session()
+    ended = await first.call(stack.client, sid=session_id)
+    assert ended.status_code == 200, ended.text
+    assert ended.json()["status"] == "ended"
+    assert ended.json()["ended_reason"] == "client"
+    again = await second.call(stack.client, sid=session_id)
+    assert again.status_code == 200, again.text
+    assert again.json() == ended.json()
+    assert (await stack.client.get(f"/v1/sessions/{session_id}")).json() == ended.json()
+
+
+# ---- 429 ---------------------------------------------------------------------------------
+
+
+def _assert_rate_limit_headers(response: httpx2.Response, limit: int) -> None:
+    headers = response.headers
+    for name in ("retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"):
+        assert name in headers, f"{name} missing from {dict(headers)}"
+        assert headers[name].isdigit(), f"{name}: {headers[name]!r}"
+    assert 1 <= int(headers["retry-after"]) <= 60
+    assert int(headers["ratelimit-limit"]) == limit
+    assert int(headers["ratelimit-remaining"]) == 0
+    assert 1 <= int(headers["ratelimit-reset"]) <= 60
+
+
+async def test_request_quota_exceeded_429_rate_limited_with_headers(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with _stack(tmp_path, database_url, rigs=0, request_rate_limit="5/minute") as stack:
+        for _ in range(5):
+            assert (await stack.client.get("/v1/rigs")).status_code == 200
+        response = await stack.client.get("/v1/rigs")
+        assert_error(response, 429, "rate_limited")
+        _assert_rate_limit_headers(response, limit=5)
+        # The quota is per key: another key of the same account is not limited.
+        other = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="b"))
+        async with _client(stack, f"Bearer {other.secret}") as client:
+            assert (await client.get("/v1/rigs")).status_code == 200
+
+
+async def test_input_quota_counts_each_event_429_rate_limited(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with _stack(tmp_path, database_url, input_event_rate_limit="10/minute") as stack:
+        session_id = await stack.start_session()
+        ten = {"events": [{"type": "type_text", "text": "a"}] * 10}
+        accepted = await stack.client.post(f"/v1/sessions/{session_id}/input", json=ten)
+        assert accepted.json() == {"ok": True, "count": 10}
+        response = await stack.client.post(
+            f"/v1/sessions/{session_id}/input",
+            json={"events": [{"type": "type_text", "text": "b"}]},
+        )
+        assert_error(response, 429, "rate_limited")
+        _assert_rate_limit_headers(response, limit=10)
+        assert stack.sim().field_text("username") == "a" * 10
+        # Only input is limited: the session's other operations still answer.
+        assert (await stack.client.get(f"/v1/sessions/{session_id}/dirty")).status_code == 200
+
+
+async def test_session_over_concurrency_cap_429_concurrency_limit(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with _stack(tmp_path, database_url, rigs=2, max_concurrent_sessions=1) as stack:
+        await stack.start_session(0)
+        response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[1]})
+        assert_error(response, 429, "concurrency_limit")
+        assert int(response.headers["retry-after"]) >= 1
+        rig = (await stack.client.get(f"/v1/rigs/{stack.rig_ids[1]}")).json()
+        assert rig["active_session_id"] is None
+
+
+async def test_concurrency_limit_429_carries_ratelimit_headers(
+    tmp_path: Path, database_url: str
+) -> None:
+    """API-DECISIONS: every 429 (rate_limited and concurrency_limit) carries Retry-After
+    and RateLimit-Limit/Remaining/Reset."""
+    async with _stack(tmp_path, database_url, rigs=2, max_concurrent_sessions=1) as stack:
+        await stack.start_session(0)
+        response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[1]})
+        assert_error(response, 429, "concurrency_limit")
+        headers = response.headers
+        for name in ("retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"):
+            assert name in headers, f"{name} missing from {dict(headers)}"
+        assert headers["ratelimit-limit"] == "1"
+        assert headers["ratelimit-remaining"] == "0"
+
+
+async def test_concurrent_creates_over_cap_admit_one_429_concurrency_limit(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with _stack(tmp_path, database_url, rigs=2, max_concurrent_sessions=1) as stack:
+        responses = await asyncio.gather(
+            *(stack.client.post("/v1/sessions", json={"rig_id": rig}) for rig in stack.rig_ids)
+        )
+        statuses = sorted(response.status_code for response in responses)
+        assert statuses == [201, 429], [r.text for r in responses]
+        assert len((await stack.client.get("/v1/sessions")).json()["sessions"]) == 1
+
+
+# ---- 502 / 504 from a fake host ---------------------------------------------------------
+
+STARTED = {
+    "ok": True,
+    "body": ops.SessionStarted(
+        native_width=1920, native_height=1080, capture_mode="fake"
+    ).model_dump(),
+}
+DONE: dict[str, Any] = {"ok": True, "body": {}}
+
+
+def _failed(code: str, detail: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"code": code, "detail": detail}}
+
+
+@dataclass
+class FakeHost:
+    """A host agent by hand: `replies` maps an op to the reply fields it answers with;
+    an op that is absent (or maps to None) is never answered."""
+
+    rig_id: str
+    replies: dict[str, dict[str, Any] | None]
+    requests: list[Request] = field(default_factory=list)
+
+    def session_ids(self, op: str) -> list[str]:
+        return [str(r.body["session_id"]) for r in self.requests if r.op == op]
+
+    async def serve(self, ws: ClientConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for raw in ws:
+                header, _ = decode_frame(raw)
+                if header.get("t") == "ping":
+                    await ws.send(encode_text(Pong(sent_at=header["sent_at"]).model_dump()))
+                elif header.get("t") == "req":
+                    request = Request.model_validate(header)
+                    self.requests.append(request)
+                    reply = self.replies.get(request.op)
+                    if reply is not None:
+                        await ws.send(encode_text({"t": "res", "id": request.id, **reply}))
+
+
+@contextlib.asynccontextmanager
+async def fake_host(
+    stack: Stack, replies: dict[str, dict[str, Any] | None]
+) -> AsyncIterator[FakeHost]:
+    code = await stack.services.rigs.create_pairing_code(stack.account_id)
+    paired = await pair(stack.base_url, code.code, name="fake", os="fake-os", gpu="")
+    await stack.services.rigs.set_api_access(stack.account_id, paired.rig_id, True)
+    url = "ws" + stack.base_url.removeprefix("http") + "/v1/agent/connect"
+    async with connect(
+        url,
+        additional_headers={"Authorization": f"Bearer {paired.rig_token}"},
+        compression=None,
+    ) as ws:
+        hello = Hello(
+            protocol=PROTOCOL_VERSION,
+            agent_version="0.0.0-fake",
+            os="fake-os",
+            backend="fake",
+            capture_mode="fake",
+            native_width=1920,
+            native_height=1080,
+        )
+        await ws.send(encode_text(hello.model_dump()))
+        welcome = Welcome.model_validate(decode_frame(await ws.recv())[0])
+        assert welcome.rig_id == paired.rig_id
+        host = FakeHost(paired.rig_id, dict(replies))
+        serving = asyncio.create_task(host.serve(ws))
+        try:
+            await stack.wait_online(paired.rig_id)
+            yield host
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+
+
+@pytest.fixture
+async def bare_stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
+    """No sim rig; short host deadlines so the 504 paths answer in half a second."""
+    async with _stack(
+        tmp_path, database_url, rigs=0, screen_timeout_s=0.5, session_start_timeout_s=0.5
+    ) as running:
+        yield running
+
+
+async def _start(stack: Stack, host: FakeHost) -> str:
+    response = await stack.client.post("/v1/sessions", json={"rig_id": host.rig_id})
+    assert response.status_code == 201, response.text
+    session_id = response.json()["session_id"]
+    assert isinstance(session_id, str)
+    return session_id
+
+
+@pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
+async def test_host_error_reply_to_capture_502_host_error(bare_stack: Stack, op: Op) -> None:
+    replies = {
+        ops.SESSION_START: STARTED,
+        ops.SCREEN_CAPTURE: _failed(ops.ERROR_HOST, "capture device lost"),
+        ops.SCREEN_DIRTY: {
+            "ok": True,
+            "body": {"width": 1920, "height": 1080, "available": True, "capture_mode": "fake"}
+            | {"rects": []},
+        },
+        ops.A11Y_TARGETS: _failed(ops.ERROR_HOST, "no accessibility"),
+    }
+    async with fake_host(bare_stack, replies) as host:
+        session_id = await _start(bare_stack, host)
+        response = await op.call(bare_stack.client, sid=session_id)
+        detail = assert_error(response, 502, "host_error")
+        assert "capture device lost" in detail
+        assert await _session_status(bare_stack, session_id) == "active"
+
+
+@pytest.mark.parametrize(
+    "op", [SCREENSHOT, DIRTY, OBSERVE], ids=["screenshot", "dirty", "observe"]
+)
+async def test_host_silent_on_screen_504_host_timeout(bare_stack: Stack, op: Op) -> None:
+    async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
+        session_id = await _start(bare_stack, host)
+        started = asyncio.get_running_loop().time()
+        response = await op.call(bare_stack.client, sid=session_id)
+        elapsed = asyncio.get_running_loop().time() - started
+        assert_error(response, 504, "host_timeout")
+        assert 0.4 <= elapsed < 5.0
+        assert await _session_status(bare_stack, session_id) == "active"
+
+
+async def test_host_silent_on_targets_200_empty_list(bare_stack: Stack) -> None:
+    """The spec: the target list is empty when the host is unavailable, not an error."""
+    async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
+        session_id = await _start(bare_stack, host)
+        response = await bare_stack.client.get(f"/v1/sessions/{session_id}/targets")
+        assert response.status_code == 200, response.text
+        assert response.json() == {"width": 1920, "height": 1080, "targets": []}
+
+
+async def test_unacknowledged_session_start_504_and_session_failed(bare_stack: Stack) -> None:
+    async with fake_host(bare_stack, {ops.SESSION_START: None}) as host:
+        response = await bare_stack.client.post("/v1/sessions", json={"rig_id": host.rig_id})
+        assert_error(response, 504, "host_timeout")
+        [session_id] = host.session_ids(ops.SESSION_START)
+        assert await _session_status(bare_stack, session_id) == "failed"
+        assert (await bare_stack.client.get("/v1/sessions")).json() == {"sessions": []}
+        rig = (await bare_stack.client.get(f"/v1/rigs/{host.rig_id}")).json()
+        assert rig["active_session_id"] is None
+
+
+async def test_refused_session_start_502_and_session_failed(bare_stack: Stack) -> None:
+    replies = {ops.SESSION_START: _failed(ops.ERROR_HOST, "input cannot be armed")}
+    async with fake_host(bare_stack, replies) as host:
+        response = await bare_stack.client.post("/v1/sessions", json={"rig_id": host.rig_id})
+        detail = assert_error(response, 502, "host_error")
+        assert "input cannot be armed" in detail
+        [session_id] = host.session_ids(ops.SESSION_START)
+        assert await _session_status(bare_stack, session_id) == "failed"
+
+
+@pytest.mark.parametrize("endpoint", SESSION_SCOPED.values(), ids=SESSION_SCOPED.keys())
+async def test_operation_on_failed_session_410_session_ended(
+    bare_stack: Stack, endpoint: Op
+) -> None:
+    async with fake_host(bare_stack, {ops.SESSION_START: None}) as host:
+        response = await bare_stack.client.post("/v1/sessions", json={"rig_id": host.rig_id})
+        assert_error(response, 504, "host_timeout")
+        [session_id] = host.session_ids(ops.SESSION_START)
+        response = await endpoint.call(bare_stack.client, sid=session_id)
+        assert_error(response, 410, "session_ended")
+        assert not [r for r in host.requests if r.op != ops.SESSION_START]
+
+
+async def test_failed_session_start_frees_the_rig_for_the_next(bare_stack: Stack) -> None:
+    async with fake_host(bare_stack, {ops.SESSION_START: None}) as host:
+        response = await bare_stack.client.post("/v1/sessions", json={"rig_id": host.rig_id})
+        assert_error(response, 504, "host_timeout")
+        host.replies[ops.SESSION_START] = STARTED
+        host.replies[ops.SESSION_END] = DONE
+        session_id = await _start(bare_stack, host)
+        assert await _session_status(bare_stack, session_id) == "active"
