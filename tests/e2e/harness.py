@@ -16,6 +16,7 @@ import uvicorn
 
 from rigway.agent.backends.base import Desktop
 from rigway.agent.backends.sim import SimDesktop
+from rigway.agent.link import AgentLink
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
 from rigway.cli.up import uvicorn_config
@@ -33,6 +34,11 @@ class RunningAgent:
     desktop: Desktop
     stop: asyncio.Event
     task: asyncio.Task[None]
+    links: list[AgentLink] = field(default_factory=list)
+
+    @property
+    def link(self) -> AgentLink:
+        return self.links[-1]
 
 
 @dataclass
@@ -78,8 +84,9 @@ class Stack:
             gateway_url=self.base_url, rig_token=rig_token, **self.agent_settings
         )
         stop = asyncio.Event()
-        task = asyncio.create_task(run_agent(settings, desktop, stop=stop))
-        agent = RunningAgent(rig_id, rig_token, desktop, stop, task)
+        links: list[AgentLink] = []
+        task = asyncio.create_task(run_agent(settings, desktop, stop=stop, on_link=links.append))
+        agent = RunningAgent(rig_id, rig_token, desktop, stop, task, links)
         self.agents = [a for a in self.agents if a.rig_id != rig_id] + [agent]
         return agent
 

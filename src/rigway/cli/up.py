@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from rigway.gateway.services import Services
 from rigway.gateway.settings import GatewaySettings, load_settings
 
 LOCAL_ACCOUNT_NAME = "local"
+LOCAL_OWNER_EMAIL = "owner@rigway.local"
 DESKTOPS = ("sim", "x11")
 _AGENT_ONLINE_TIMEOUT_S = 30.0
 
@@ -40,6 +42,9 @@ class LocalCredentials:
     api_key: str
     console_token: str | None
     rig_ids: list[str]
+    console_url: str
+    console_email: str
+    console_password: str | None
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,12 +126,29 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _previous_api_key(path: Path) -> str | None:
+def _previous(path: Path, field: str) -> str | None:
     try:
-        value = json.loads(path.read_text()).get("api_key")
+        value = json.loads(path.read_text()).get(field)
     except (OSError, ValueError):
         return None
     return value if isinstance(value, str) else None
+
+
+async def ensure_owner(
+    services: Services, account_id: str, previous_password: str | None
+) -> tuple[str | None, str | None]:
+    """The local owner's console login and a fresh console token (embedded IdP only)."""
+    identity = services.identity
+    if identity is None:
+        return None, None
+    if not await identity.user_exists(LOCAL_OWNER_EMAIL):
+        previous_password = secrets.token_urlsafe(12)
+        await identity.create_user(account_id, LOCAL_OWNER_EMAIL, previous_password)
+    if previous_password is None:
+        return None, None
+    with contextlib.suppress(ApiError):
+        return previous_password, await identity.sign_in(LOCAL_OWNER_EMAIL, previous_password)
+    return None, None
 
 
 async def run_local(
@@ -147,7 +169,10 @@ async def run_local(
         if account_id is None:
             account_id = await services.accounts.create(LOCAL_ACCOUNT_NAME)
         local_json = settings.state_dir / "local.json"
-        api_key = await ensure_api_key(services, account_id, _previous_api_key(local_json))
+        api_key = await ensure_api_key(services, account_id, _previous(local_json, "api_key"))
+        password, console_token = await ensure_owner(
+            services, account_id, _previous(local_json, "console_password")
+        )
         rig_ids = []
         for index in range(rigs):
             token_file = settings.state_dir / "agents" / f"rig-{index + 1}.token"
@@ -160,8 +185,11 @@ async def run_local(
             base_url=base_url,
             signaling_url=base_url.replace("http", "ws", 1) + "/v1/stream/signal",
             api_key=api_key,
-            console_token=None,
+            console_token=console_token,
             rig_ids=rig_ids,
+            console_url=f"{base_url}/console",
+            console_email=LOCAL_OWNER_EMAIL,
+            console_password=password,
         )
         credentials.write(local_json)
         _print_summary(credentials, local_json, desktop)
@@ -192,6 +220,7 @@ def _print_summary(credentials: LocalCredentials, path: Path, desktop: str) -> N
     typer.echo(f"  rigs:        {', '.join(credentials.rig_ids)}")
     typer.echo(f"  API key:     {credentials.api_key[:20]}… (full key in {path})")
     typer.echo(f"  API docs:    {credentials.base_url}/docs")
+    typer.echo(f"  console:     {credentials.console_url} as {credentials.console_email}")
     typer.echo("Press Ctrl+C to stop.", err=False)
     sys.stdout.flush()
 

@@ -6,6 +6,8 @@ unbind the spare keycodes the session's backend has cached.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +21,12 @@ from tests.support.x_desktop import XDesktop
 pytestmark = pytest.mark.x11
 
 NIHON = 0x01000000 | ord("日")
+CRASHING_TYPIST = """
+import os, sys
+from rigway.agent.backends.x11 import open_x11_desktop
+open_x11_desktop(sys.argv[1]).type_text("日")
+os._exit(0)
+"""
 
 
 @pytest.fixture
@@ -57,10 +65,10 @@ def test_close_unbinds_every_spare_keycode(own_desktop: XDesktop) -> None:
 
 
 def test_bindings_left_by_a_crashed_instance_are_cleaned_at_start(own_desktop: XDesktop) -> None:
-    crashed = _open(own_desktop)
-    crashed.type_text("日")
-    # A crash: the process is gone without close(), so 日 stays bound on the server.
-    crashed._input._forget_connection()
+    # A process that binds 日 and dies without close(): the binding stays on the server.
+    subprocess.run([sys.executable, "-c", CRASHING_TYPIST, own_desktop.display], check=True)
+    _, bound = _spares_and_bindings(own_desktop)
+    assert any(NIHON in syms for syms in bound.values())
 
     survivor = _open(own_desktop)
     try:
@@ -70,4 +78,3 @@ def test_bindings_left_by_a_crashed_instance_are_cleaned_at_start(own_desktop: X
         assert all(syms == [] for syms in bound.values())
     finally:
         survivor.close()
-        crashed.close()

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from rigway.agent.backends.x11 import X11Desktop
+from rigway.agent.backends.x11 import X11Desktop, windows
 from tests.support.x_desktop import LaunchedApps, wait_until
 
 pytestmark = pytest.mark.x11
@@ -44,3 +44,18 @@ def test_close_windows_kills_an_app_that_does_not_answer(
 
     assert x11_backend.list_windows() == baseline
     assert zenity.wait(timeout=5) == -signal.SIGKILL
+
+
+def test_close_windows_disconnects_a_frozen_client_whose_pid_is_unknown(
+    x11_backend: X11Desktop, apps: LaunchedApps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A remote client (over TCP) has no local pid: only XKillClient can remove it.
+    monkeypatch.setattr(windows, "window_owner_pid", lambda conn, window_id: None)
+    baseline = x11_backend.list_windows()
+    zenity = apps.launch(["zenity", "--info", "--title=Remote", "--text=No pid"])
+    new = wait_until(lambda: _new_windows(x11_backend, baseline), message="the dialog window")
+    os.kill(zenity.pid, signal.SIGSTOP)
+
+    x11_backend.close_windows(new)
+
+    assert wait_until(lambda: x11_backend.list_windows() == baseline, message="no window") is True

@@ -12,7 +12,7 @@ from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.rigs.schemas import RigOut, WakeOut
 from rigway.gateway.rigs.service import RigService
 from rigway.gateway.sessions.service import SessionService
-from rigway.gateway.wake.packet import parse_host_port, parse_mac, send_magic_packet
+from rigway.wol import parse_host_port, parse_mac, send_magic_packet
 from rigway.protocol import ops
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,8 @@ class RigOwnerActions:
         connection = self._registry.get(neighbour_id)
         if connection is None:
             return False
-        body = ops.WakeSend(mac=mac.lower()).model_dump()
+        host, port = parse_host_port(self._wake_broadcast)
+        body = ops.WakeSend(mac=mac.lower(), broadcast=host, port=port).model_dump()
         try:
             await connection.request(ops.WAKE_SEND, body, self._host_timeout_s)
         except (HostTimeoutError, HostUnavailableError, HostOpError) as exc:

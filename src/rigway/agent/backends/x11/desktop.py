@@ -26,7 +26,7 @@ from rigway.agent.backends.x11.accessibility import X11Accessibility
 from rigway.agent.backends.x11.capture import ScreenCapture
 from rigway.agent.backends.x11.damage import DamageTracker
 from rigway.agent.backends.x11.errors import X11UnavailableError
-from rigway.agent.backends.x11.input import X11Input
+from rigway.agent.backends.x11.input import PER_KEY_S, SETTLE_S, X11Input
 from rigway.agent.backends.x11.windows import X11Windows
 
 
@@ -40,7 +40,8 @@ class X11Desktop:
         screen_size: tuple[int, int],
         has_damage: bool,
         session_bus_address: str | None = None,
-        typing_settle_s: float = 0.03,
+        typing_settle_s: float = SETTLE_S,
+        typing_per_key_s: float = PER_KEY_S,
     ) -> None:
         self.display_name = display_name
         self.has_damage = has_damage
@@ -49,7 +50,7 @@ class X11Desktop:
         self._screen_lock = threading.Lock()
         self._capture = ScreenCapture(display_name)
         self._damage: DamageTracker | None = None
-        self._input = X11Input(display_name, settle_s=typing_settle_s)
+        self._input = X11Input(display_name, settle_s=typing_settle_s, per_key_s=typing_per_key_s)
         self._accessibility = X11Accessibility(display_name, session_bus_address, screen_size)
         self._windows = X11Windows(display_name)
 
@@ -129,13 +130,15 @@ def open_x11_desktop(
     display_name: str | None,
     *,
     session_bus_address: str | None = None,
-    typing_settle_s: float = 0.03,
+    typing_settle_s: float = SETTLE_S,
+    typing_per_key_s: float = PER_KEY_S,
 ) -> X11Desktop:
     """Check the display and build the backend; raises X11UnavailableError with the reason.
 
     `display_name` is the DISPLAY the agent was configured with (None when unset).
     `session_bus_address` is the D-Bus session bus for AT-SPI; None means the standard
-    lookup (DBUS_SESSION_BUS_ADDRESS) when the first snapshot runs.
+    lookup (DBUS_SESSION_BUS_ADDRESS) when the first snapshot runs. The typing margins
+    are explained in `input.py` (trap 1).
     """
     if display_name is None or display_name.strip() == "":
         raise X11UnavailableError(
@@ -153,6 +156,7 @@ def open_x11_desktop(
         has_damage=has_damage,
         session_bus_address=session_bus_address,
         typing_settle_s=typing_settle_s,
+        typing_per_key_s=typing_per_key_s,
     )
 
 

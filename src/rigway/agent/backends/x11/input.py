@@ -6,7 +6,7 @@ The traps (recipes/FEASIBILITY.md §4) and how this module handles them:
 1. A client translates keycode → keysym when it *processes* an event, with whatever
    mapping the server has then. Rebinding a keycode too early makes it read the new
    character. A virtual model of the client's queue (`per_key_s` per key, FIFO) says
-   when each press has surely been read; a keycode is rebound only `settle_s` after that.
+   when each key event has surely been read; a keycode is rebound `settle_s` after that.
 2. Every ChangeKeyboardMapping is broadcast to all clients and the window manager
    re-grabs its keys for each one; hundreds of them froze openbox (and, through its
    pointer grab, the mouse) for half a minute. So each run of text binds all its
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +49,10 @@ from rigway.agent.backends.x11.keymap import (
 )
 
 SPARE_PROPERTY = "_RIGWAY_SPARE_KEYCODES"
+# Trap 1 margins. GTK reads a key in ~0.6 ms, ~1.8 ms once an entry holds 2,500
+# characters; the recipe measured text exact at 2 ms per key and 10-30 ms settle.
+SETTLE_S = 0.03
+PER_KEY_S = 0.003
 BUTTONS: dict[MouseButton, int] = {"left": 1, "middle": 2, "right": 3}
 WHEEL_UP, WHEEL_DOWN, WHEEL_LEFT, WHEEL_RIGHT = 4, 5, 6, 7
 
@@ -67,7 +71,9 @@ class _HeldKey:
 class X11Input:
     """The input role. One X connection, opened lazily by the thread that first types."""
 
-    def __init__(self, display_name: str, *, settle_s: float = 0.03, per_key_s: float = 0.002):
+    def __init__(
+        self, display_name: str, *, settle_s: float = SETTLE_S, per_key_s: float = PER_KEY_S
+    ) -> None:
         self._display_name = display_name
         self._settle_s = settle_s
         self._per_key_s = per_key_s
@@ -179,8 +185,8 @@ class X11Input:
 
     def _send_key(self, keycode: int, *, down: bool) -> None:
         xtest.fake_input(self._conn, X.KeyPress if down else X.KeyRelease, keycode)
-        now = time.monotonic()
-        self._queue_done_at = max(self._queue_done_at, now) + self._per_key_s
+        if down:  # a press is what costs the client time (text insertion, redraw)
+            self._queue_done_at = max(self._queue_done_at, time.monotonic()) + self._per_key_s
         self._read_at[keycode] = self._queue_done_at
 
     # -- spare keycodes --------------------------------------------------------------
@@ -194,7 +200,7 @@ class X11Input:
             spares.commit(plan)
         return {k: code for k in keysyms if (code := spares.lookup(k)) is not None}
 
-    def _wait_until_read(self, keycodes: dict[int, int] | list[int]) -> None:
+    def _wait_until_read(self, keycodes: Iterable[int]) -> None:
         read_at = max((self._read_at.get(code, 0.0) for code in keycodes), default=0.0)
         delay_s = read_at + self._settle_s - time.monotonic()
         if read_at > 0 and delay_s > 0:

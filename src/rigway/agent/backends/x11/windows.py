@@ -15,8 +15,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterable
-from contextlib import suppress
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psutil
@@ -78,24 +78,30 @@ class X11Windows:
         self._lock = threading.Lock()
         self._conn: Any = None
 
-    def _connection(self) -> Any:
-        if self._conn is None:
-            self._conn = display.Display(self._display_name)
-        return self._conn
+    @contextmanager
+    def _session(self) -> Iterator[Any]:
+        with self._lock:
+            if self._conn is None:
+                self._conn = display.Display(self._display_name)
+            try:
+                yield self._conn
+            except (error.ConnectionClosedError, OSError):
+                self._drop()  # the server went away: reconnect next time
+                raise
 
     def list_windows(self) -> frozenset[int]:
-        with self._lock:
+        with self._session():
             return frozenset(self._clients())
 
     def _clients(self) -> list[int]:
-        conn = self._connection()
+        conn = self._conn
         prop = conn.screen().root.get_full_property(
             conn.intern_atom("_NET_CLIENT_LIST"), X.AnyPropertyType
         )
         return [] if prop is None else [int(w) for w in prop.value]
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
-        with self._lock:
+        with self._session():
             targets = [w for w in self._clients() if w in window_ids]
             if not targets:
                 return
@@ -109,8 +115,9 @@ class X11Windows:
                 left = self._wait_gone(left, KILL_GRACE_S)
             for window_id in left:
                 if owners[window_id] in killable or owners[window_id] is None:
-                    with suppress(error.XError):
-                        self._conn.kill_client(window_id)
+                    # A window destroyed meanwhile answers BadValue: nothing to do then.
+                    window = self._conn.create_resource_object("window", window_id)
+                    window.kill_client(onerror=error.CatchError())
             self._conn.sync()
 
     def _request_close(self, window_id: int) -> None:
@@ -145,10 +152,13 @@ class X11Windows:
 
     def close(self) -> None:
         with self._lock:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                with suppress(error.ConnectionClosedError, OSError):
-                    conn.close()
+            self._drop()
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with suppress(error.ConnectionClosedError, OSError):
+                conn.close()
 
 
 def _terminate(pids: Iterable[int]) -> None:

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from rigway.gateway.wake.packet import (
+from rigway.wol import (
     MAGIC_PACKET_LENGTH,
     magic_packet,
     parse_host_port,

@@ -1,0 +1,204 @@
+"""What every API command shares: credentials, the remembered session, common options.
+
+Credentials are looked up in this order, per value: the command-line option, the
+environment variable (`RIGWAY_API_KEY`, `RIGWAY_BASE_URL`, `RIGWAY_CONSOLE_TOKEN`), then
+`<state dir>/local.json` written by `rigway up`. The state directory is `--state-dir`,
+else `RIGWAY_STATE_DIR`, else `.rigway` (the same default as `rigway up`).
+
+`rigway sessions start` remembers the new session in `<state dir>/cli-session`, so the
+session-scoped commands (`screenshot`, `observe`, `click`, …) work without `--session`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rigway.client import DEFAULT_BASE_URL, NotFoundError, Rigway, RigwayConsole, SessionEndedError
+
+from ._output import CliError, ExitCode
+
+__all__ = [
+    "ApiKeyOption",
+    "BaseUrlOption",
+    "ConsoleTokenOption",
+    "Credentials",
+    "JsonOption",
+    "SessionOption",
+    "StateDirOption",
+    "forget_session",
+    "remember_session",
+    "resolve_session_id",
+    "session_errors",
+]
+
+LOCAL_JSON = "local.json"
+SESSION_FILE = "cli-session"
+
+# ------------------------------------------------------------------------ options
+
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="RIGWAY_API_KEY",
+        show_envvar=True,
+        help="API key (else <state dir>/local.json from `rigway up`).",
+    ),
+]
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        envvar="RIGWAY_BASE_URL",
+        show_envvar=True,
+        help=f"Gateway URL (else local.json, else {DEFAULT_BASE_URL}).",
+    ),
+]
+ConsoleTokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--console-token",
+        envvar="RIGWAY_CONSOLE_TOKEN",
+        show_envvar=True,
+        help="The owner's console token (else local.json from `rigway up`).",
+    ),
+]
+StateDirOption = Annotated[
+    Path,
+    typer.Option(
+        "--state-dir",
+        envvar="RIGWAY_STATE_DIR",
+        show_envvar=True,
+        help="Where local.json and the remembered session live.",
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print machine-readable JSON on stdout, nothing else.")
+]
+SessionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--session",
+        "-s",
+        help="Session id (default: the last one `rigway sessions start` began).",
+    ),
+]
+
+DEFAULT_STATE_DIR = Path(".rigway")
+
+# -------------------------------------------------------------------- credentials
+
+
+def read_local_json(state_dir: Path) -> dict[str, Any]:
+    """`<state dir>/local.json` from `rigway up`, or {} when absent or unreadable."""
+    try:
+        data = json.loads((state_dir / LOCAL_JSON).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _local_str(local: dict[str, Any], field: str) -> str | None:
+    value = local.get(field)
+    return value if isinstance(value, str) and value != "" else None
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The options of one command invocation, resolved lazily into clients."""
+
+    state_dir: Path
+    api_key: str | None = None
+    base_url: str | None = None
+    console_token: str | None = None
+
+    def _base_url(self, local: dict[str, Any]) -> str:
+        return self.base_url or _local_str(local, "base_url") or DEFAULT_BASE_URL
+
+    def api_client(self) -> Rigway:
+        """A `Rigway` client; CliError (exit 3) when no API key is found anywhere."""
+        local = read_local_json(self.state_dir)
+        api_key = self.api_key or _local_str(local, "api_key")
+        if api_key is None:
+            raise CliError(
+                "no API key: pass --api-key, set RIGWAY_API_KEY, or run `rigway up` "
+                f"(which writes {self.state_dir / LOCAL_JSON})",
+                ExitCode.AUTH,
+            )
+        return Rigway(api_key=api_key, base_url=self._base_url(local))
+
+    def console_client(self) -> RigwayConsole:
+        """A `RigwayConsole` client; CliError (exit 3) when no console token is found."""
+        local = read_local_json(self.state_dir)
+        token = self.console_token or _local_str(local, "console_token")
+        if token is None:
+            raise CliError(
+                "no console token: pass --console-token, set RIGWAY_CONSOLE_TOKEN, "
+                f"or run `rigway up` (which writes {self.state_dir / LOCAL_JSON})",
+                ExitCode.AUTH,
+            )
+        return RigwayConsole(token=token, base_url=self._base_url(local))
+
+
+# ------------------------------------------------------------ remembered session
+
+
+def remember_session(state_dir: Path, session_id: str) -> None:
+    """Make `session_id` the default of the session-scoped commands."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / SESSION_FILE).write_text(session_id + "\n")
+
+
+def remembered_session(state_dir: Path) -> str | None:
+    """The session `rigway sessions start` last began, if any."""
+    try:
+        text = (state_dir / SESSION_FILE).read_text().strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def forget_session(state_dir: Path, session_id: str) -> None:
+    """Drop the remembered session when it is `session_id` (it has ended)."""
+    if remembered_session(state_dir) == session_id:
+        (state_dir / SESSION_FILE).unlink(missing_ok=True)
+
+
+def resolve_session_id(option: str | None, state_dir: Path) -> str:
+    """`--session`, else the remembered session; CliError (exit 2) when neither exists."""
+    if option is not None:
+        return option
+    remembered = remembered_session(state_dir)
+    if remembered is None:
+        raise CliError(
+            "no session: pass --session ID or start one with `rigway sessions start`",
+            ExitCode.USAGE,
+        )
+    return remembered
+
+
+@contextmanager
+def session_errors(state_dir: Path, session_id: str) -> Iterator[None]:
+    """Forget a remembered session the gateway says is over or unknown.
+
+    The next command then says "no session" instead of failing on a stale id again.
+    """
+    try:
+        yield
+    except (SessionEndedError, NotFoundError) as exc:
+        if exc.code in ("session_ended", "session_not_found"):
+            forget_session(state_dir, session_id)
+        raise
+
+
+def env_state_dir() -> Path:
+    """The state dir when no option is in reach (the MCP server's child processes)."""
+    return Path(os.environ.get("RIGWAY_STATE_DIR") or DEFAULT_STATE_DIR)

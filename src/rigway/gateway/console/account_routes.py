@@ -1,0 +1,104 @@
+"""Account pages: live sessions (owner kill), API keys, webhooks.
+
+    GET  /console/sessions                      the account's active sessions
+    POST /console/sessions/{id}/kill            end it with `owner_kill`
+    GET  /console/keys                          keys by prefix
+    POST /console/keys                          name, environment → the full key, once
+    POST /console/keys/{id}/revoke
+    GET  /console/webhooks                      with the last delivery's status and error
+    POST /console/webhooks                      url, events → the whsec_ secret, once
+    POST /console/webhooks/{id}/enabled         enabled=true|false
+    POST /console/webhooks/{id}/delete
+
+One-time secrets are rendered straight into the POST's answer and never stored, so the
+usual post/redirect/get does not apply to those two forms.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import Response
+
+from rigway.gateway.console.csrf import CheckedUser
+from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
+from rigway.gateway.console.session import SignedInUser
+from rigway.gateway.keys.schemas import CreateKeyIn
+from rigway.gateway.services import services_of
+from rigway.gateway.webhooks.schemas import ALL_EVENTS, CreateWebhookIn, UpdateWebhookIn
+
+router = APIRouter(route_class=ConsoleRoute)
+
+
+@router.get("/sessions")
+async def sessions_page(request: Request, user: SignedInUser) -> Response:
+    services = services_of(request)
+    sessions = await services.sessions.list_active(user.account_id, None)
+    rig_names = {rig.id: rig.name for rig in await services.rigs.list(user.account_id)}
+    return render(request, "sessions.html", user=user, sessions=sessions, rig_names=rig_names)
+
+
+@router.post("/sessions/{session_id}/kill")
+async def kill_session(request: Request, session_id: str, user: CheckedUser) -> Response:
+    sessions = services_of(request).sessions
+    await sessions.end_for_account(user.account_id, session_id, "owner_kill")
+    return redirect("/console/sessions", notice="session_killed")
+
+
+@router.get("/keys")
+async def keys_page(request: Request, user: SignedInUser) -> Response:
+    keys = await services_of(request).keys.list(user.account_id)
+    return render(request, "keys.html", user=user, keys=keys)
+
+
+@router.post("/keys")
+async def create_key(
+    request: Request,
+    user: CheckedUser,
+    name: Annotated[str, Form(max_length=200)] = "",
+    environment: Annotated[str, Form(max_length=8)] = "live",
+) -> Response:
+    body = CreateKeyIn.model_validate({"name": name.strip(), "environment": environment})
+    created = await services_of(request).keys.create(user.account_id, body)
+    return render(request, "key_created.html", user=user, key=created, status=201)
+
+
+@router.post("/keys/{key_id}/revoke")
+async def revoke_key(request: Request, key_id: str, user: CheckedUser) -> Response:
+    await services_of(request).keys.revoke(user.account_id, key_id)
+    return redirect("/console/keys", notice="key_revoked")
+
+
+@router.get("/webhooks")
+async def webhooks_page(request: Request, user: SignedInUser) -> Response:
+    webhooks = await services_of(request).webhooks.list(user.account_id)
+    return render(request, "webhooks.html", user=user, webhooks=webhooks, all_events=ALL_EVENTS)
+
+
+@router.post("/webhooks")
+async def create_webhook(
+    request: Request,
+    user: CheckedUser,
+    url: Annotated[str, Form(max_length=2048)] = "",
+    events: Annotated[list[str] | None, Form()] = None,
+) -> Response:
+    # Unticking every event is a mistake, not "all events": the schema refuses [].
+    body = CreateWebhookIn.model_validate({"url": url.strip(), "events": events or []})
+    created = await services_of(request).webhooks.create(user.account_id, body)
+    return render(request, "webhook_created.html", user=user, created=created, status=201)
+
+
+@router.post("/webhooks/{webhook_id}/enabled")
+async def set_webhook_enabled(
+    request: Request, webhook_id: str, user: CheckedUser, enabled: Annotated[bool, Form()]
+) -> Response:
+    webhooks = services_of(request).webhooks
+    await webhooks.update(user.account_id, webhook_id, UpdateWebhookIn(enabled=enabled))
+    return redirect("/console/webhooks", notice="webhook_enabled" if enabled else "webhook_disabled")
+
+
+@router.post("/webhooks/{webhook_id}/delete")
+async def delete_webhook(request: Request, webhook_id: str, user: CheckedUser) -> Response:
+    await services_of(request).webhooks.delete(user.account_id, webhook_id)
+    return redirect("/console/webhooks", notice="webhook_deleted")

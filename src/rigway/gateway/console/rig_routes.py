@@ -1,0 +1,113 @@
+"""Rig pages: list with live state, pairing codes, rename, API access, unpair, wake,
+and the live session's screenshot.
+
+    GET  /console/rigs                          list
+    POST /console/rigs/pairing-code             a one-time code, shown in this answer only
+    POST /console/rigs/{id}/rename              name
+    POST /console/rigs/{id}/api-access          enabled=true|false
+    GET  /console/rigs/{id}/unpair              confirm page
+    POST /console/rigs/{id}/unpair              unpair (its active session ends `unpaired`)
+    POST /console/rigs/{id}/wake                Wake-on-LAN (offline rigs)
+    GET  /console/rigs/{id}/screenshot          JPEG of the live session, long edge ≤ 640
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import Response
+
+from rigway.gateway.console.csrf import CheckedUser
+from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
+from rigway.gateway.console.session import SignedInUser
+from rigway.gateway.desktop.service import ScreenParams
+from rigway.gateway.errors import NotFound
+from rigway.gateway.rigs.schemas import UpdateRigIn
+from rigway.gateway.services import services_of
+
+router = APIRouter(route_class=ConsoleRoute)
+
+SCREENSHOT_MAX_WIDTH = 640
+TOKEN_FILE_HINT = "~/.rigway/rig-token"
+
+
+@router.get("/rigs")
+async def rigs_page(request: Request, user: SignedInUser) -> Response:
+    rigs = await services_of(request).rigs.list(user.account_id)
+    return render(request, "rigs.html", user=user, rigs=rigs)
+
+
+@router.post("/rigs/pairing-code")
+async def create_pairing_code(request: Request, user: CheckedUser) -> Response:
+    services = services_of(request)
+    code = await services.rigs.create_pairing_code(user.account_id)
+    gateway = services.settings.public_base_url
+    # Rendered here, never stored: reloading does not show the code again.
+    return render(
+        request,
+        "pairing_code.html",
+        user=user,
+        code=code,
+        pair_command=(
+            f"rigway agent pair --gateway {gateway} --code {code.code} "
+            f"--token-file {TOKEN_FILE_HINT}"
+        ),
+        run_command=f"rigway agent run --gateway {gateway} --token-file {TOKEN_FILE_HINT}",
+    )
+
+
+@router.post("/rigs/{rig_id}/rename")
+async def rename_rig(
+    request: Request,
+    rig_id: str,
+    user: CheckedUser,
+    name: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    body = UpdateRigIn(name=name.strip())  # the API's own bounds
+    await services_of(request).rig_owner.update(
+        user.account_id, rig_id, name=body.name, api_access_enabled=None
+    )
+    return redirect("/console/rigs", notice="rig_renamed")
+
+
+@router.post("/rigs/{rig_id}/api-access")
+async def set_api_access(
+    request: Request, rig_id: str, user: CheckedUser, enabled: Annotated[bool, Form()]
+) -> Response:
+    # An explicit value, not a toggle: a form sent twice leaves the state the owner chose.
+    await services_of(request).rig_owner.update(
+        user.account_id, rig_id, name=None, api_access_enabled=enabled
+    )
+    return redirect("/console/rigs", notice="api_enabled" if enabled else "api_disabled")
+
+
+@router.get("/rigs/{rig_id}/unpair")
+async def unpair_confirm_page(request: Request, rig_id: str, user: SignedInUser) -> Response:
+    services = services_of(request)
+    rig = services.rigs.view(await services.rigs.get(user.account_id, rig_id))
+    return render(request, "unpair_confirm.html", user=user, rig=rig)
+
+
+@router.post("/rigs/{rig_id}/unpair")
+async def unpair_rig(request: Request, rig_id: str, user: CheckedUser) -> Response:
+    await services_of(request).rig_owner.unpair(user.account_id, rig_id)
+    return redirect("/console/rigs", notice="rig_unpaired")
+
+
+@router.post("/rigs/{rig_id}/wake")
+async def wake_rig(request: Request, rig_id: str, user: CheckedUser) -> Response:
+    result = await services_of(request).rig_owner.wake(user.account_id, rig_id)
+    return redirect("/console/rigs", notice="already_online" if result.already_online else "wake_sent")
+
+
+@router.get("/rigs/{rig_id}/screenshot")
+async def rig_screenshot(request: Request, rig_id: str, user: SignedInUser) -> Response:
+    services = services_of(request)
+    rig = await services.rigs.get(user.account_id, rig_id)  # 404 for another account's rig
+    live = services.sessions.live.for_rig(rig.id)
+    if live is None or live.account_id != user.account_id:
+        raise NotFound("the rig has no live session", code="session_not_found")
+    shot = await services.desktop.screenshot(live, ScreenParams(max_width=SCREENSHOT_MAX_WIDTH))
+    # no-store: a screen is live data and may show anything; never keep it in a cache.
+    return Response(shot.jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

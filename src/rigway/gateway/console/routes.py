@@ -1,0 +1,132 @@
+"""The console's HTTP face, mounted at /console: sign-in and sign-out here, the pages
+in `rig_routes` and `account_routes`, the static files, and a 404 page for the rest.
+
+    GET  /console                       → /console/rigs
+    GET  /console/sign-in               form (sets the pre-session CSRF cookie)
+    POST /console/sign-in               email + password → session cookie → /console/rigs
+    POST /console/sign-out              clears the cookie → /console/sign-in
+    GET  /console/static/{name}         console.css, console.js
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import FileResponse, RedirectResponse, Response
+
+from rigway.gateway.console import account_routes, rig_routes
+from rigway.gateway.console.csrf import (
+    PRE_SESSION_COOKIE,
+    PRE_SESSION_TTL_S,
+    CheckedUser,
+    check_csrf,
+    csrf_token_for,
+    new_pre_session_secret,
+)
+from rigway.gateway.console.rendering import (
+    STATIC_DIR,
+    ConsoleRoute,
+    error_page,
+    redirect,
+    render,
+)
+from rigway.gateway.console.session import SESSION_COOKIE, SignInRequired, require_signed_in
+from rigway.gateway.errors import InvalidConsoleToken
+from rigway.gateway.services import services_of
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
+
+_STATIC_FILES = {path.name: path for path in STATIC_DIR.iterdir()}
+_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+# static_url() adds a content hash, so a changed file gets a new URL.
+_STATIC_CACHE = "public, max-age=86400"
+
+
+@router.get("")
+async def index() -> Response:
+    return RedirectResponse("/console/rigs", status_code=303)
+
+
+@router.get("/sign-in")
+async def sign_in_page(request: Request) -> Response:
+    if await _is_signed_in(request):
+        return redirect("/console/rigs")
+    return _sign_in_form(request, email="", error=None, status=200)
+
+
+@router.post("/sign-in")
+async def sign_in(
+    request: Request,
+    email: Annotated[str, Form(max_length=320)] = "",
+    password: Annotated[str, Form(max_length=1024)] = "",
+) -> Response:
+    await check_csrf(request, PRE_SESSION_COOKIE.read(request))
+    services = services_of(request)
+    if services.identity is None:
+        return _sign_in_form(request, email=email, error=None, status=404)
+    try:
+        token = await services.identity.sign_in(email, password)
+    except InvalidConsoleToken:
+        # One message for an unknown email and a wrong password.
+        return _sign_in_form(request, email=email, error="Wrong email or password.", status=401)
+    response = redirect("/console/rigs")
+    SESSION_COOKIE.set(response, request, token, services.settings.console_token_ttl_s)
+    PRE_SESSION_COOKIE.clear(response, request)
+    return response
+
+
+@router.post("/sign-out")
+async def sign_out(request: Request, _user: CheckedUser) -> Response:
+    response = redirect("/console/sign-in", notice="signed_out")
+    SESSION_COOKIE.clear(response, request)
+    return response
+
+
+@router.get("/static/{name}")
+async def static_file(name: str) -> Response:
+    path = _STATIC_FILES.get(name)
+    if path is None:
+        return Response("not found", status_code=404, media_type="text/plain")
+    return FileResponse(
+        path,
+        media_type=_STATIC_TYPES.get(path.suffix, "application/octet-stream"),
+        headers={"Cache-Control": _STATIC_CACHE},
+    )
+
+
+def _sign_in_form(request: Request, *, email: str, error: str | None, status: int) -> Response:
+    """The form, keyed to this browser's pre-session secret (made on first visit)."""
+    secret = PRE_SESSION_COOKIE.read(request) or new_pre_session_secret()
+    has_identity = services_of(request).identity is not None
+    response = render(
+        request,
+        "sign_in.html",
+        status=status,
+        email=email,
+        error=error,
+        sign_in_csrf=csrf_token_for(secret),
+        has_identity=has_identity,
+    )
+    PRE_SESSION_COOKIE.set(response, request, secret, PRE_SESSION_TTL_S)
+    return response
+
+
+async def _is_signed_in(request: Request) -> bool:
+    try:
+        await require_signed_in(request)
+    except SignInRequired:
+        return False
+    return True
+
+
+router.include_router(rig_routes.router)
+router.include_router(account_routes.router)
+
+
+# Last, so it only catches what no page above matched.
+@router.api_route("/{path:path}", methods=["GET", "POST"])
+async def not_found(request: Request, path: str) -> Response:
+    return error_page(request, 404, "There is no such page.")

@@ -1,1 +1,0 @@
-"""Wake-on-LAN: MAC parsing, magic packets and sending them over UDP."""
