@@ -9,6 +9,8 @@ take stays unconsumed. An accepted batch answers only after its last event ran.
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -16,9 +18,13 @@ from typing import Any
 
 import httpx2
 import pytest
+import pytest_asyncio
 
 from rigway.agent.backends.sim import SimDesktop
-from tests.e2e.harness import Stack
+from tests.e2e.harness import Stack, running_stack
+from tests.support.databases import create_postgres_database, drop_postgres_database
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 JSON = {"Content-Type": "application/json"}
 SEED_TEXT = "seed"
@@ -74,7 +80,7 @@ class DesktopState:
 @dataclass
 class Live:
     """An active session whose username field holds SEED_TEXT and whose dirty take
-    (the username field's rect) is still pending."""
+    (the username field's rect) is still pending; two actions counted so far."""
 
     stack: Stack
     session_id: str
@@ -85,25 +91,70 @@ class Live:
         return f"/v1/sessions/{self.session_id}"
 
     async def assert_untouched(self) -> None:
-        """Session active, action count 1 (the seed), desktop and dirty take unchanged."""
+        """Session active with its action count, desktop and dirty take unchanged."""
         assert DesktopState.of(self.stack.sim()) == self.before
         session = (await self.stack.client.get(self.url)).json()
         assert session["status"] == "active", session
-        assert session["action_count"] == 1, session
+        assert session["action_count"] == 2, session
         username = self.stack.sim().control_rect("username")
         dirty = (await self.stack.client.get(f"{self.url}/dirty")).json()
         assert dirty["rects"] == [[username.x, username.y, username.w, username.h]], dirty
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    """One stack for the whole module: every test here either changes nothing (that is
+    what it checks) or only its own session, so the rig is shared to keep the module fast."""
+    state = tmp_path_factory.mktemp("strict")
+    server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
+    name = f"rigway_t_{secrets.token_hex(6)}"
+    if server_url is None:
+        database_url = f"sqlite+aiosqlite:///{state / 'rigway.db'}"
+    else:
+        database_url = await create_postgres_database(server_url, name)
+    try:
+        async with running_stack(
+            state / "state",
+            database_url,
+            reaper_interval_s=3600,
+            request_rate_limit="100000/minute",
+            input_event_rate_limit="1000000/minute",
+            agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        ) as running:
+            yield running
+    finally:
+        if server_url is not None:
+            await drop_postgres_database(server_url, name)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(shared: Stack) -> AsyncIterator[Stack]:
+    """The shared stack with no session running, as every test here starts."""
+    assert (await shared.client.get("/v1/sessions")).json() == {"sessions": []}
+    yield shared
+
+
+@pytest_asyncio.fixture(loop_scope="module")
 async def live(stack: Stack) -> AsyncIterator[Live]:
     session_id = await stack.start_session()
-    seeded = await stack.client.post(
-        f"/v1/sessions/{session_id}/input",
-        json={"events": [{"type": "type_text", "text": SEED_TEXT}]},
-    )
-    assert seeded.json() == {"ok": True, "count": 1}
-    yield Live(stack, session_id, DesktopState.of(stack.sim()))
+    url = f"/v1/sessions/{session_id}"
+    try:
+        # Escape clears the form (the sim's Cancel) and focuses the username field; the
+        # dirty take is drained, then the seed leaves exactly one rect pending.
+        cleared = await stack.client.post(
+            f"{url}/input", json={"events": [{"type": "key_press", "key": "escape"}]}
+        )
+        assert cleared.json() == {"ok": True, "count": 1}
+        assert (await stack.client.get(f"{url}/dirty")).status_code == 200
+        seeded = await stack.client.post(
+            f"{url}/input", json={"events": [{"type": "type_text", "text": SEED_TEXT}]}
+        )
+        assert seeded.json() == {"ok": True, "count": 1}
+        assert stack.sim().field_text("username") == SEED_TEXT
+        yield Live(stack, session_id, DesktopState.of(stack.sim()))
+    finally:
+        ended = await stack.client.delete(url)
+        assert ended.status_code == 200, ended.text
 
 
 def _batch(*events: str) -> str:
@@ -176,7 +227,7 @@ async def test_batch_of_100_events_200_all_ran(live: Live) -> None:
     assert response.json() == {"ok": True, "count": 100}
     assert live.stack.sim().field_text("username") == SEED_TEXT + "a" * 100
     session = (await live.stack.client.get(live.url)).json()
-    assert session["action_count"] == 101
+    assert session["action_count"] == 102
 
 
 async def test_type_text_of_10000_chars_200(live: Live) -> None:
@@ -212,7 +263,7 @@ async def test_accepted_batch_answers_after_last_event_ran(live: Live) -> None:
     # Read the sim at once, without polling: the answer must mean "all of it ran".
     checked, typed = sim.checkbox_checked, sim.field_text("username")
     assert response.json() == {"ok": True, "count": 4}
-    assert checked is True
+    assert checked is not live.before.remember
     assert typed == SEED_TEXT + "-alice"
     assert elapsed >= 0.6
 
@@ -250,6 +301,8 @@ async def test_rejected_session_create_400_and_no_session(stack: Stack, body: st
     rig_id = stack.rig_ids[0]
     content = body % {"rig": rig_id}
     response = await stack.client.post("/v1/sessions", content=content, headers=JSON)
+    if response.status_code == 201:  # the bug this test looks for: free the shared rig
+        await stack.client.delete(f"/v1/sessions/{response.json()['session_id']}")
     assert_error(response, 400, "invalid_request")
     assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
     assert (await stack.client.get(f"/v1/rigs/{rig_id}")).json()["active_session_id"] is None
@@ -302,6 +355,14 @@ async def test_rejected_observe_query_400_and_dirty_not_consumed(
     live: Live, params: dict[str, Any]
 ) -> None:
     response = await live.stack.client.get(f"{live.url}/observe", params=params)
+    assert_error(response, 400, "invalid_request")
+    await live.assert_untouched()
+
+
+@pytest.mark.parametrize("value", ["100.0", "1_000"], ids=["float_spelling", "underscore"])
+async def test_query_int_in_non_integer_spelling_400(live: Live, value: str) -> None:
+    """`1e3` and `1.5` are refused; `100.0` and `1_000` are no more integers than they."""
+    response = await live.stack.client.get(f"{live.url}/screenshot", params={"max_width": value})
     assert_error(response, 400, "invalid_request")
     await live.assert_untouched()
 
@@ -387,5 +448,7 @@ async def test_session_create_body_over_limit_413_and_no_session(stack: Stack) -
     limit = stack.services.settings.max_body_bytes
     body = json.dumps({"rig_id": stack.rig_ids[0], "padding": "p" * limit}).encode()
     response = await stack.client.post("/v1/sessions", content=body, headers=JSON)
+    if response.status_code == 201:  # the bug this test looks for: free the shared rig
+        await stack.client.delete(f"/v1/sessions/{response.json()['session_id']}")
     assert_error(response, 413, "invalid_request")
     assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}

@@ -335,6 +335,7 @@ def _terminate(procs: Sequence[psutil.Process]) -> None:
     for proc in procs:
         try:
             proc.terminate()
+            proc.resume()  # a stopped process (tests freeze apps) acts on SIGTERM only then
         except psutil.NoSuchProcess:
             continue
     _, alive = psutil.wait_procs(procs, timeout=STOP_TIMEOUT_S)

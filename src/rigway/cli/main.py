@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from rigway.cli.agent import agent_app
+from rigway.cli.release import release_app
 from rigway.cli.up import up
 
 app = typer.Typer(
@@ -15,6 +16,7 @@ app = typer.Typer(
 )
 app.command("up")(up)
 app.add_typer(agent_app, name="agent")
+app.add_typer(release_app, name="release")
 
 
 def main() -> None:

@@ -23,6 +23,7 @@ from rigway.gateway.auth.console_tokens import (
     StaticJwksSource,
 )
 from rigway.gateway.clock import Clock, SystemClock
+from rigway.gateway.console.routes import router as console_router
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.service import DesktopService
@@ -190,6 +191,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         webhooks_router,
         identity_router,
         hostlink_router,
+        console_router,
     ):
         app.include_router(router)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from rigway.agent.backends.base import AccessibilitySnapshot, Rect
+from rigway.agent.backends.base import AccessibilitySnapshot, Desktop, Rect
 from rigway.agent.backends.x11 import X11Desktop
 from tests.support.x_desktop import LaunchedApps, wait_until
 
@@ -22,6 +22,10 @@ def _covered(rects: list[Rect], height: int, width: int) -> np.ndarray:
     for r in rects:
         mask[r.y : r.y + r.h, r.x : r.x + r.w] = True
     return mask
+
+
+def test_backend_satisfies_the_desktop_protocol(x11_backend: X11Desktop) -> None:
+    assert isinstance(x11_backend, Desktop)
 
 
 def test_grab_is_bgra_at_native_size(x11_backend: X11Desktop) -> None:

@@ -95,7 +95,9 @@ async def set_webhook_enabled(
 ) -> Response:
     webhooks = services_of(request).webhooks
     await webhooks.update(user.account_id, webhook_id, UpdateWebhookIn(enabled=enabled))
-    return redirect("/console/webhooks", notice="webhook_enabled" if enabled else "webhook_disabled")
+    return redirect(
+        "/console/webhooks", notice="webhook_enabled" if enabled else "webhook_disabled"
+    )
 
 
 @router.post("/webhooks/{webhook_id}/delete")

@@ -139,9 +139,7 @@ def error_page(request: Request, status: int, message: str) -> HTMLResponse:
     section = _section(request.url.path)
     back = f"/console/{section}" if section in {"rigs", "sessions", "keys", "webhooks"} else None
     title = _STATUS_TITLES.get(status, "Something went wrong")
-    return render(
-        request, "error.html", status=status, title=title, message=message, back_url=back
-    )
+    return render(request, "error.html", status=status, title=title, message=message, back_url=back)
 
 
 def _validation_message(exc: RequestValidationError | ValidationError) -> str:
@@ -171,8 +169,9 @@ async def _answer(
     except CsrfRejected as exc:
         logger.info("console form refused: %s", exc)
         return error_page(
-            request, 403, "The form expired or did not come from this console. Reload the "
-            "page and try again.",
+            request,
+            403,
+            "The form expired or did not come from this console. Reload the page and try again.",
         )
     except ApiError as exc:
         return error_page(request, exc.status, _api_error_message(exc))

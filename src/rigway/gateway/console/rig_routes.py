@@ -29,7 +29,7 @@ from rigway.gateway.services import services_of
 router = APIRouter(route_class=ConsoleRoute)
 
 SCREENSHOT_MAX_WIDTH = 640
-TOKEN_FILE_HINT = "~/.rigway/rig-token"
+TOKEN_FILE_HINT = "~/.rigway/rig-token"  # noqa: S105 (a file path, not a secret)
 
 
 @router.get("/rigs")
@@ -48,6 +48,7 @@ async def create_pairing_code(request: Request, user: CheckedUser) -> Response:
         request,
         "pairing_code.html",
         user=user,
+        status=201,
         code=code,
         pair_command=(
             f"rigway agent pair --gateway {gateway} --code {code.code} "
@@ -98,7 +99,9 @@ async def unpair_rig(request: Request, rig_id: str, user: CheckedUser) -> Respon
 @router.post("/rigs/{rig_id}/wake")
 async def wake_rig(request: Request, rig_id: str, user: CheckedUser) -> Response:
     result = await services_of(request).rig_owner.wake(user.account_id, rig_id)
-    return redirect("/console/rigs", notice="already_online" if result.already_online else "wake_sent")
+    return redirect(
+        "/console/rigs", notice="already_online" if result.already_online else "wake_sent"
+    )
 
 
 @router.get("/rigs/{rig_id}/screenshot")

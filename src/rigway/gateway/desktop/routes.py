@@ -32,7 +32,7 @@ router = APIRouter(tags=["desktop"])
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
 
 
-def screen_params(
+async def screen_params(
     max_width: Annotated[int | None, Query(ge=16, le=16384)] = None,
     quality: Annotated[int, Query(ge=40, le=100)] = 85,
     x: Annotated[int | None, Query(ge=0, le=65535)] = None,

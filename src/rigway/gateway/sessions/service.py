@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -65,6 +65,8 @@ class SessionService:
         self._background: set[asyncio.Task[None]] = set()
         # Called after a transaction wrote webhook events (the dispatcher drains at once).
         self.on_events_written: Callable[[], None] = lambda: None
+        # Called with the session id once a session ended (live streams close on it).
+        self.on_session_ended: list[Callable[[str], Awaitable[None]]] = []
 
     # ---- reads ----
 
@@ -240,6 +242,8 @@ class SessionService:
         if won:
             self.on_events_written()
             self.live.remove(session_id)
+            for listener in self.on_session_ended:
+                await listener(session_id)
             logger.info("session %s ended: %s", session_id, reason)
             restore = self._restore_on_host(row.rig_id, session_id, reason)
             if wait_for_host:

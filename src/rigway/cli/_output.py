@@ -1,0 +1,183 @@
+"""Output and exit codes of the API commands.
+
+With `--json` a command prints exactly one JSON document on stdout and nothing else
+(progress and errors go to stderr); without it, tables and sentences for people.
+
+Exit codes (also in `rigway --help`):
+
+```
+0  ok
+1  unexpected error (a bug, or a response the CLI did not understand)
+2  usage: bad arguments, no session to act on, or 400 invalid_request
+3  auth: no credentials, 401 invalid key/token, 403 access disabled/insufficient scope
+4  not found: 404 (rig, session, key, webhook, app) or no target with that id/name
+5  conflict: 409 (rig offline/busy, webhook limit, wake unavailable) or 410 session ended
+6  rate limited: 429 (requests, input events, concurrent sessions)
+7  host or server error: 502 host_error, 504 host_timeout, other 5xx
+8  connection error: the gateway could not be reached or did not answer in time
+```
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from enum import IntEnum
+from typing import Any
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+from rigway.client import (
+    APIConnectionError,
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    HostError,
+    HostTimeoutError,
+    InternalServerError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    RigwayError,
+    SessionEndedError,
+    TargetNotFoundError,
+    UnsupportedActionError,
+)
+
+__all__ = ["EXIT_CODES_HELP", "CliError", "ExitCode", "Output", "error_line", "exit_code_for"]
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    AUTH = 3
+    NOT_FOUND = 4
+    CONFLICT = 5
+    RATE_LIMITED = 6
+    SERVER = 7
+    CONNECTION = 8
+
+
+# For `rigway --help`; typer's rich help keeps the line breaks of a "\b" paragraph.
+EXIT_CODES_HELP = (
+    "\b\nExit codes: 0 ok, 1 unexpected, 2 usage or 400, 3 auth (401/403),"
+    "\n4 not found (404), 5 conflict (409) or session ended (410), 6 rate limited (429),"
+    "\n7 host/server error (502/504/5xx), 8 connection error."
+)
+
+
+class CliError(Exception):
+    """A failure the CLI itself detects (no credentials, no session): message + exit code."""
+
+    def __init__(self, message: str, exit_code: ExitCode) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+# Most specific first: TargetNotFoundError is also a LookupError, APITimeoutError an
+# APIConnectionError.
+_EXIT_CODES: Sequence[tuple[type[RigwayError], ExitCode]] = (
+    (BadRequestError, ExitCode.USAGE),
+    (UnsupportedActionError, ExitCode.USAGE),
+    (AuthenticationError, ExitCode.AUTH),
+    (PermissionDeniedError, ExitCode.AUTH),
+    (NotFoundError, ExitCode.NOT_FOUND),
+    (TargetNotFoundError, ExitCode.NOT_FOUND),
+    (ConflictError, ExitCode.CONFLICT),
+    (SessionEndedError, ExitCode.CONFLICT),
+    (RateLimitError, ExitCode.RATE_LIMITED),
+    (HostError, ExitCode.SERVER),
+    (HostTimeoutError, ExitCode.SERVER),
+    (InternalServerError, ExitCode.SERVER),
+    (APIConnectionError, ExitCode.CONNECTION),
+)
+
+
+def exit_code_for(error: RigwayError) -> ExitCode:
+    """The exit code that names `error`'s class of failure."""
+    for error_class, code in _EXIT_CODES:
+        if isinstance(error, error_class):
+            return code
+    if error.code.startswith("missing_"):
+        return ExitCode.AUTH  # the SDK found no credential
+    if isinstance(error, APIStatusError) and 400 <= (error.status or 0) < 500:
+        return ExitCode.USAGE  # 405, 413, …: the request itself was wrong
+    return ExitCode.UNEXPECTED
+
+
+def error_line(error: RigwayError) -> str:
+    """One line for stderr: code, detail, HTTP status and request id."""
+    text = error.code if error.detail is None else f"{error.code}: {error.detail}"
+    if error.status is None:
+        text = f"{error.code}: {error.message}"
+    facts = [] if error.status is None else [f"HTTP {error.status}"]
+    if error.request_id is not None:
+        facts.append(f"request id {error.request_id}")
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, float):
+        facts.append(f"retry after {retry_after:g} s")
+    suffix = f" ({', '.join(facts)})" if facts else ""
+    return f"rigway: error: {text}{suffix}"
+
+
+def to_jsonable(value: Any) -> Any:
+    """Pydantic models (and lists of them) as plain JSON data, extra fields included."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: to_jsonable(item) for key, item in value.items()}
+    return value
+
+
+class Output:
+    """Where a command's results go: JSON for scripts, rich text for people."""
+
+    def __init__(self, *, json_mode: bool) -> None:
+        self.json_mode = json_mode
+        self._stdout = Console(highlight=False, soft_wrap=False)
+        self._stderr = Console(stderr=True, highlight=False)
+
+    def data(self, value: Any, *, human: str | None = None) -> None:
+        """The command's result: JSON in --json mode, else `human` (when given)."""
+        if self.json_mode:
+            sys.stdout.write(json.dumps(to_jsonable(value), indent=2) + "\n")
+        elif human is not None:
+            self._stdout.print(human, markup=False)
+
+    def line(self, text: str) -> None:
+        """A sentence for people on stdout; nothing in --json mode."""
+        if not self.json_mode:
+            self._stdout.print(text, markup=False)
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        """A table for people on stdout; nothing in --json mode."""
+        if self.json_mode:
+            return
+        if not rows:
+            self._stdout.print(f"No {title.lower()}.", markup=False)
+            return
+        table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+        for column in columns:
+            table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        self._stdout.print(table)
+
+    def working(self, text: str) -> AbstractContextManager[object]:
+        """A spinner on stderr while slow work runs, shown only to a person at a terminal."""
+        if self.json_mode or not self._stderr.is_terminal:
+            return nullcontext()
+        return self._stderr.status(text)
+
+    def warn(self, text: str) -> None:
+        """A note on stderr (never mixed into --json output)."""
+        self._stderr.print(text, markup=False)

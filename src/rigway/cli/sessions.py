@@ -1,0 +1,158 @@
+"""`rigway sessions start|list|show|end`: metered sessions (API key).
+
+`start` remembers the new session in the state dir; the session-scoped commands
+(`screenshot`, `observe`, `click`, `type`, `key`) and `show`/`end` then default to it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from rigway.client import Rig, Rigway, Session
+
+from ._context import (
+    DEFAULT_STATE_DIR,
+    ApiKeyOption,
+    BaseUrlOption,
+    Credentials,
+    JsonOption,
+    SessionOption,
+    StateDirOption,
+    forget_session,
+    remember_session,
+    resolve_session_id,
+    session_errors,
+)
+from ._output import CliError, ExitCode, Output
+
+sessions_app = typer.Typer(help="Start, list, inspect and end sessions.", no_args_is_help=True)
+
+_SESSION_COLUMNS = ("ID", "RIG", "STATUS", "STARTED", "ACTIONS", "BILLED MIN", "END REASON")
+
+
+def _session_row(session: Session) -> list[str]:
+    started = "" if session.started_at is None else session.started_at.isoformat(timespec="seconds")
+    return [
+        session.session_id,
+        session.rig_id,
+        session.status,
+        started,
+        str(session.action_count),
+        str(session.billed_minutes),
+        session.ended_reason or "",
+    ]
+
+
+def _is_available(rig: Rig) -> bool:
+    return rig.online and rig.api_access_enabled and rig.active_session_id is None
+
+
+def pick_rig(client: Rigway) -> str:
+    """The account's one available rig (online, API enabled, free), for `--rig` omitted."""
+    available = [rig.id for rig in client.rigs.list() if _is_available(rig)]
+    if len(available) == 1:
+        return available[0]
+    if not available:
+        raise CliError(
+            "no rig is online, API-enabled and free: see `rigway rigs list`", ExitCode.CONFLICT
+        )
+    raise CliError(
+        f"several rigs are available, pass --rig: {', '.join(available)}", ExitCode.USAGE
+    )
+
+
+@sessions_app.command("start")
+def start_session(
+    rig: Annotated[
+        str | None, typer.Option("--rig", help="Rig id (default: the one available rig).")
+    ] = None,
+    idle_timeout: Annotated[
+        int | None,
+        typer.Option(
+            "--idle-timeout", min=60, max=3600, help="Seconds without activity before it ends."
+        ),
+    ] = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Start a session on a rig and remember it for the next commands."""
+    out = Output(json_mode=json_output)
+    with Credentials(state_dir, api_key, base_url).api_client() as client:
+        rig_id = rig if rig is not None else pick_rig(client)
+        with out.working(f"Starting a session on {rig_id}…"):
+            handle = client.sessions.create(rig_id=rig_id, idle_timeout_seconds=idle_timeout)
+    remember_session(state_dir, handle.session_id)
+    session = handle.info
+    out.data(session, human=f"started {session.session_id} on {session.rig_id}")
+    out.line("It is remembered: screenshot, observe, click, type and key use it by default.")
+
+
+@sessions_app.command("list")
+def list_sessions(
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """List the active sessions this API key started."""
+    out = Output(json_mode=json_output)
+    with Credentials(state_dir, api_key, base_url).api_client() as client:
+        sessions = client.sessions.list()
+    out.data({"sessions": sessions})
+    out.table("Sessions", _SESSION_COLUMNS, [_session_row(s) for s in sessions])
+
+
+@sessions_app.command("show")
+def show_session(
+    session_id: Annotated[
+        str | None, typer.Argument(help="Session id (default: the remembered one).")
+    ] = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Show one session (any status)."""
+    out = Output(json_mode=json_output)
+    resolved = resolve_session_id(session_id, state_dir)
+    with (
+        Credentials(state_dir, api_key, base_url).api_client() as client,
+        session_errors(state_dir, resolved),
+    ):
+        session = client.sessions.get(resolved)
+    out.data(session)
+    out.table("Session", _SESSION_COLUMNS, [_session_row(session)])
+
+
+@sessions_app.command("end")
+def end_session(
+    session_id: Annotated[
+        str | None, typer.Argument(help="Session id (default: the remembered one).")
+    ] = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """End a session (idempotent) and print its final record."""
+    out = Output(json_mode=json_output)
+    resolved = resolve_session_id(session_id, state_dir)
+    with (
+        Credentials(state_dir, api_key, base_url).api_client() as client,
+        session_errors(state_dir, resolved),
+        out.working(f"Ending {resolved}…"),
+    ):
+        session = client.sessions.end(resolved)
+    forget_session(state_dir, resolved)
+    human = (
+        f"ended {session.session_id} ({session.ended_reason}), billed {session.billed_minutes} min"
+    )
+    out.data(session, human=human)
+
+
+# `SessionOption` is re-exported for the screen commands' signatures.
+__all__ = ["SessionOption", "pick_rig", "sessions_app"]
