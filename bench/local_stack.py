@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +24,37 @@ def _free_port() -> int:
         return port
 
 
+def _read_json(path: Path) -> dict[str, Any] | None:
+    # `rigway up` creates the file, then writes it: an empty or half file is "not yet".
+    try:
+        loaded: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return loaded
+
+
 @contextlib.contextmanager
-def rigway_up(desktop: str = "sim", timeout_s: float = 60.0) -> Iterator[dict[str, Any]]:
+def rigway_up(
+    desktop: str = "sim", timeout_s: float = 60.0, env: Mapping[str, str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """`env` is the environment of `rigway up` and its agents (default: ours), e.g. the
+    DISPLAY and DBUS_SESSION_BUS_ADDRESS of a test desktop for `--desktop x11`."""
     with tempfile.TemporaryDirectory(prefix="rigway-bench-") as state_dir:
         port = _free_port()
         command = [
             sys.executable, "-m", "rigway.cli.main", "up",
             "--port", str(port), "--state-dir", state_dir, "--desktop", desktop,
         ]  # fmt: skip
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=dict(os.environ))
+        environment = dict(os.environ if env is None else env)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=environment)
         local_json = Path(state_dir) / "local.json"
         try:
             deadline = time.monotonic() + timeout_s
-            while not local_json.exists():
+            while (credentials := _read_json(local_json)) is None:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("rigway up did not come up")
                 time.sleep(0.05)
-            yield json.loads(local_json.read_text())
+            yield credentials
         finally:
             process.send_signal(signal.SIGINT)
             try:

@@ -14,6 +14,7 @@ from typing import Any
 import httpx2
 import uvicorn
 
+from rigway.agent.apps import AppTracker
 from rigway.agent.backends.base import Desktop
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.link import AgentLink
@@ -69,23 +70,35 @@ class Stack:
         assert isinstance(session_id, str)
         return session_id
 
-    async def add_agent(self, desktop: Desktop | None = None, *, enable_api: bool = True) -> str:
+    async def add_agent(
+        self,
+        desktop: Desktop | None = None,
+        *,
+        enable_api: bool = True,
+        apps: AppTracker | None = None,
+    ) -> str:
+        """Pair a rig and run its agent; `apps` launches its apps (default: real processes
+        in this process's environment)."""
         code = await self.services.rigs.create_pairing_code(self.account_id)
         name = f"rig-{len(self.agents) + 1}"
         paired = await pair(self.base_url, code.code, name=name, os="test-os", gpu="")
         if enable_api:
             await self.services.rigs.set_api_access(self.account_id, paired.rig_id, True)
-        self.start_agent(paired.rig_id, paired.rig_token, desktop or SimDesktop())
+        self.start_agent(paired.rig_id, paired.rig_token, desktop or SimDesktop(), apps=apps)
         await self.wait_online(paired.rig_id)
         return paired.rig_id
 
-    def start_agent(self, rig_id: str, rig_token: str, desktop: Desktop) -> RunningAgent:
+    def start_agent(
+        self, rig_id: str, rig_token: str, desktop: Desktop, *, apps: AppTracker | None = None
+    ) -> RunningAgent:
         settings = AgentSettings(
             gateway_url=self.base_url, rig_token=rig_token, **self.agent_settings
         )
         stop = asyncio.Event()
         links: list[AgentLink] = []
-        task = asyncio.create_task(run_agent(settings, desktop, stop=stop, on_link=links.append))
+        task = asyncio.create_task(
+            run_agent(settings, desktop, stop=stop, apps=apps, on_link=links.append)
+        )
         agent = RunningAgent(rig_id, rig_token, desktop, stop, task, links)
         self.agents = [a for a in self.agents if a.rig_id != rig_id] + [agent]
         return agent
@@ -109,7 +122,10 @@ class Stack:
 
 
 def _free_socket() -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not the default 0: asyncio sets TCP_NODELAY only on sockets whose
+    # proto says TCP, and without it every keep-alive request waits ~40 ms (Nagle
+    # against delayed ACK). uvicorn binding host:port itself gets this right.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     return sock

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 
 import httpx2
 import pytest
+import pytest_asyncio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -34,8 +37,11 @@ from rigway.protocol import (
     ops,
 )
 from tests.e2e.harness import Stack, running_stack
+from tests.support.databases import create_postgres_database, drop_postgres_database
 
-pytestmark = pytest.mark.postgres
+# Every test runs on the module's event loop: most share one stack (`stack`), the ones
+# that need their own settings or break the rig build one inside the test.
+pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
 
 AGENT = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
 TYPE_X = {"events": [{"type": "type_text", "text": "x"}]}
@@ -118,18 +124,53 @@ def _client(stack: Stack, authorization: str | None) -> httpx2.AsyncClient:
 
 
 @contextlib.asynccontextmanager
-async def _stack(
-    tmp_path: Path, database_url: str, *, rigs: int = 1, **overrides: Any
-) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state",
-        database_url,
-        rigs=rigs,
-        reaper_interval_s=3600,
-        agent_settings=AGENT,
-        **overrides,
+async def _database(directory: Path) -> AsyncIterator[str]:
+    """As tests/conftest.py: a SQLite file, or a fresh PostgreSQL database when
+    RIGWAY_TEST_DATABASE_URL is set."""
+    server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
+    if server_url is None:
+        yield f"sqlite+aiosqlite:///{directory / 'rigway.db'}"
+        return
+    name = f"rigway_t_{secrets.token_hex(6)}"
+    url = await create_postgres_database(server_url, name)
+    try:
+        yield url
+    finally:
+        await drop_postgres_database(server_url, name)
+
+
+@contextlib.asynccontextmanager
+async def _stack(directory: Path, *, rigs: int = 1, **overrides: Any) -> AsyncIterator[Stack]:
+    async with (
+        _database(directory) as database_url,
+        running_stack(
+            directory / "state",
+            database_url,
+            rigs=rigs,
+            reaper_interval_s=3600,
+            agent_settings=AGENT,
+            **overrides,
+        ) as running,
+    ):
+        yield running
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    async with _stack(
+        tmp_path_factory.mktemp("errors"),
+        request_rate_limit="100000/minute",
+        input_event_rate_limit="1000000/minute",
     ) as running:
         yield running
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(shared: Stack) -> AsyncIterator[Stack]:
+    """The shared stack (one sim rig), with no session of the main key left behind."""
+    yield shared
+    for session in (await shared.client.get("/v1/sessions")).json()["sessions"]:
+        await shared.client.delete(f"/v1/sessions/{session['session_id']}")
 
 
 async def _other_account(stack: Stack) -> tuple[str, str]:
@@ -196,9 +237,7 @@ async def test_event_missing_required_field_400_invalid_request(
     stack: Stack, event: dict[str, Any]
 ) -> None:
     session_id = await stack.start_session()
-    response = await stack.client.post(
-        f"/v1/sessions/{session_id}/input", json={"events": [event]}
-    )
+    response = await stack.client.post(f"/v1/sessions/{session_id}/input", json={"events": [event]})
     assert_error(response, 400, "invalid_request")
 
 
@@ -244,9 +283,7 @@ async def test_unknown_key_name_400_names_the_key(
     stack: Stack, event: dict[str, Any], name: str
 ) -> None:
     session_id = await stack.start_session()
-    response = await stack.client.post(
-        f"/v1/sessions/{session_id}/input", json={"events": [event]}
-    )
+    response = await stack.client.post(f"/v1/sessions/{session_id}/input", json={"events": [event]})
     detail = assert_error(response, 400, "invalid_request")
     assert name in detail
 
@@ -262,9 +299,7 @@ async def test_unknown_key_name_400_names_the_key(
 )
 async def test_x_without_y_400_invalid_request(stack: Stack, event: dict[str, Any]) -> None:
     session_id = await stack.start_session()
-    response = await stack.client.post(
-        f"/v1/sessions/{session_id}/input", json={"events": [event]}
-    )
+    response = await stack.client.post(f"/v1/sessions/{session_id}/input", json={"events": [event]})
     assert_error(response, 400, "invalid_request")
 
 
@@ -409,6 +444,7 @@ async def test_key_lacking_operation_scope_403_insufficient_scope(
     stack: Stack, scopes: list[Any], endpoint: Op
 ) -> None:
     session_id = await stack.start_session()
+    typed = stack.sim().field_text("username")
     narrow = await stack.services.keys.create(
         stack.account_id, CreateKeyIn(name="narrow", scopes=scopes)
     )
@@ -416,7 +452,7 @@ async def test_key_lacking_operation_scope_403_insufficient_scope(
         response = await endpoint.call(client, sid=session_id)
     assert_error(response, 403, "insufficient_scope")
     assert await _session_status(stack, session_id) == "active"
-    assert stack.sim().field_text("username") == ""
+    assert stack.sim().field_text("username") == typed
 
 
 # ---- 404 ---------------------------------------------------------------------------------
@@ -471,13 +507,14 @@ async def test_unknown_session_404_session_not_found(stack: Stack, endpoint: Op)
 @pytest.mark.parametrize("endpoint", SESSION_ANY.values(), ids=SESSION_ANY.keys())
 async def test_other_accounts_session_404_session_not_found(stack: Stack, endpoint: Op) -> None:
     session_id = await stack.start_session()
+    typed = stack.sim().field_text("username")
     _, other_key = await _other_account(stack)
     async with _client(stack, f"Bearer {other_key}") as other:
         response = await endpoint.call(other, sid=session_id)
         assert (await other.get("/v1/sessions")).json() == {"sessions": []}
     assert_error(response, 404, "session_not_found")
     assert await _session_status(stack, session_id) == "active"
-    assert stack.sim().field_text("username") == ""
+    assert stack.sim().field_text("username") == typed
 
 
 async def test_kill_of_pid_not_launched_by_session_404_app_not_found(stack: Stack) -> None:
@@ -491,12 +528,13 @@ async def test_kill_of_pid_not_launched_by_session_404_app_not_found(stack: Stac
 # ---- 409 ---------------------------------------------------------------------------------
 
 
-async def test_session_on_offline_rig_409_rig_offline(stack: Stack) -> None:
-    rig_id = stack.rig_ids[0]
-    await stack.stop_agent(rig_id)
-    response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
-    assert_error(response, 409, "rig_offline")
-    assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
+async def test_session_on_offline_rig_409_rig_offline(tmp_path: Path) -> None:
+    async with _stack(tmp_path) as stack:
+        rig_id = stack.rig_ids[0]
+        await stack.stop_agent(rig_id)
+        response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
+        assert_error(response, 409, "rig_offline")
+        assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
 
 
 async def test_second_session_on_busy_rig_409_rig_busy(stack: Stack) -> None:
@@ -525,10 +563,11 @@ async def test_concurrent_sessions_on_one_rig_one_wins_409_rig_busy(stack: Stack
 @pytest.mark.parametrize("endpoint", SESSION_SCOPED.values(), ids=SESSION_SCOPED.keys())
 async def test_operation_on_ended_session_410_session_ended(stack: Stack, endpoint: Op) -> None:
     session_id = await stack.start_session()
+    typed = stack.sim().field_text("username")
     assert (await stack.client.delete(f"/v1/sessions/{session_id}")).status_code == 200
     response = await endpoint.call(stack.client, sid=session_id)
     assert_error(response, 410, "session_ended")
-    assert stack.sim().field_text("username") == ""
+    assert stack.sim().field_text("username") == typed
 
 
 @pytest.mark.parametrize(
@@ -565,9 +604,9 @@ def _assert_rate_limit_headers(response: httpx2.Response, limit: int) -> None:
 
 
 async def test_request_quota_exceeded_429_rate_limited_with_headers(
-    tmp_path: Path, database_url: str
+    tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, database_url, rigs=0, request_rate_limit="5/minute") as stack:
+    async with _stack(tmp_path, rigs=0, request_rate_limit="5/minute") as stack:
         for _ in range(5):
             assert (await stack.client.get("/v1/rigs")).status_code == 200
         response = await stack.client.get("/v1/rigs")
@@ -580,9 +619,9 @@ async def test_request_quota_exceeded_429_rate_limited_with_headers(
 
 
 async def test_input_quota_counts_each_event_429_rate_limited(
-    tmp_path: Path, database_url: str
+    tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, database_url, input_event_rate_limit="10/minute") as stack:
+    async with _stack(tmp_path, input_event_rate_limit="10/minute") as stack:
         session_id = await stack.start_session()
         ten = {"events": [{"type": "type_text", "text": "a"}] * 10}
         accepted = await stack.client.post(f"/v1/sessions/{session_id}/input", json=ten)
@@ -599,9 +638,9 @@ async def test_input_quota_counts_each_event_429_rate_limited(
 
 
 async def test_session_over_concurrency_cap_429_concurrency_limit(
-    tmp_path: Path, database_url: str
+    tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, database_url, rigs=2, max_concurrent_sessions=1) as stack:
+    async with _stack(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         await stack.start_session(0)
         response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[1]})
         assert_error(response, 429, "concurrency_limit")
@@ -610,12 +649,10 @@ async def test_session_over_concurrency_cap_429_concurrency_limit(
         assert rig["active_session_id"] is None
 
 
-async def test_concurrency_limit_429_carries_ratelimit_headers(
-    tmp_path: Path, database_url: str
-) -> None:
+async def test_concurrency_limit_429_carries_ratelimit_headers(tmp_path: Path) -> None:
     """API-DECISIONS: every 429 (rate_limited and concurrency_limit) carries Retry-After
     and RateLimit-Limit/Remaining/Reset."""
-    async with _stack(tmp_path, database_url, rigs=2, max_concurrent_sessions=1) as stack:
+    async with _stack(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         await stack.start_session(0)
         response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[1]})
         assert_error(response, 429, "concurrency_limit")
@@ -627,9 +664,9 @@ async def test_concurrency_limit_429_carries_ratelimit_headers(
 
 
 async def test_concurrent_creates_over_cap_admit_one_429_concurrency_limit(
-    tmp_path: Path, database_url: str
+    tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, database_url, rigs=2, max_concurrent_sessions=1) as stack:
+    async with _stack(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         responses = await asyncio.gather(
             *(stack.client.post("/v1/sessions", json={"rig_id": rig}) for rig in stack.rig_ids)
         )
@@ -715,11 +752,11 @@ async def fake_host(
                 await serving
 
 
-@pytest.fixture
-async def bare_stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
+@pytest_asyncio.fixture(loop_scope="module")
+async def bare_stack(tmp_path: Path) -> AsyncIterator[Stack]:
     """No sim rig; short host deadlines so the 504 paths answer in half a second."""
     async with _stack(
-        tmp_path, database_url, rigs=0, screen_timeout_s=0.5, session_start_timeout_s=0.5
+        tmp_path, rigs=0, screen_timeout_s=0.5, session_start_timeout_s=0.5
     ) as running:
         yield running
 
@@ -752,9 +789,7 @@ async def test_host_error_reply_to_capture_502_host_error(bare_stack: Stack, op:
         assert await _session_status(bare_stack, session_id) == "active"
 
 
-@pytest.mark.parametrize(
-    "op", [SCREENSHOT, DIRTY, OBSERVE], ids=["screenshot", "dirty", "observe"]
-)
+@pytest.mark.parametrize("op", [SCREENSHOT, DIRTY, OBSERVE], ids=["screenshot", "dirty", "observe"])
 async def test_host_silent_on_screen_504_host_timeout(bare_stack: Stack, op: Op) -> None:
     async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
         session_id = await _start(bare_stack, host)

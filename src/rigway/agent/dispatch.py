@@ -5,15 +5,18 @@
 
     HostOpError
       invalid_request   the body does not parse, a region outside the desktop, a path
-                        that cannot start (LaunchError)
+                        that cannot start (LaunchError), a stream request refused
+                        (StreamError: no H.264 in the offer, too many viewers, …)
       session_mismatch  the op names a session this agent is not running
       app_not_found     app/kill of a pid this session did not launch
-      host_error        anything that failed on the host (an input event, the backend)
+      host_error        anything that failed on the host (an input event, the backend,
+                        streaming without the `stream` extra installed)
       unknown_op        an op this agent does not know
 
 One session at a time. Session start and end (and the local ends after a lost link)
 run as tasks shielded from the caller's cancellation and serialised by a lock: a
-safety restore must never stop half-way because a request was abandoned.
+safety restore must never stop half-way because a request was abandoned. Ending a
+session closes every live stream of it first.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from rigway.agent.imaging import Mark
 from rigway.agent.input_runner import InputEventError, InputInterruptedError, run_batch
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import CaptureParams, RegionOutsideDesktopError, ScreenService
+from rigway.agent.stream import StreamControl, StreamError
 from rigway.protocol import ops
 from rigway.wol import parse_mac, send_magic_packet
 
@@ -77,14 +81,17 @@ class Dispatcher:
         apps: AppTracker,
         *,
         input_executor: Executor | None = None,
+        streams: StreamControl | None = None,
     ) -> None:
         """`input_executor` is the backend's input thread (one worker); the guard is
-        confined to it. Without one the dispatcher owns a private one (see `close`)."""
+        confined to it. Without one the dispatcher owns a private one (see `close`).
+        `streams` is the video publisher; None when aiortc/PyAV are not installed."""
         self._desktop = desktop
         self._screen = screen
         self._accessibility = accessibility
         self._guard = guard
         self._apps = apps
+        self._streams = streams
         self._owns_input_executor = input_executor is None
         self._input_executor: Executor = (
             ThreadPoolExecutor(1, thread_name_prefix="rigway-input")
@@ -104,6 +111,9 @@ class Dispatcher:
             ops.APP_LAUNCH: self._app_launch,
             ops.APP_KILL: self._app_kill,
             ops.WAKE_SEND: self._wake_send,
+            ops.STREAM_OFFER: self._stream_offer,
+            ops.STREAM_CANDIDATE: self._stream_candidate,
+            ops.STREAM_CLOSE: self._stream_close,
         }
 
     @property
@@ -143,9 +153,12 @@ class Dispatcher:
         return await self._shielded(end())
 
     async def close(self) -> None:
-        """Wait for restores in progress; shut the input worker down if it is ours."""
+        """Wait for restores in progress, close every stream; shut the input worker
+        down if it is ours."""
         if self._lifecycle_tasks:
             await asyncio.gather(*self._lifecycle_tasks, return_exceptions=True)
+        if self._streams is not None:
+            await self._streams.close_all()
         if self._owns_input_executor:
             self._input_executor.shutdown(wait=True)
 
@@ -191,11 +204,21 @@ class Dispatcher:
         assert session is not None
         _log.info("ending session %s (%s)", session.session_id, reason)
         self._guard.interrupt()
+        await self._close_streams(session.session_id)
         released = await self._in_input_worker(self._guard.release_all)
         no_pids: list[int] = []
         killed = await self._best_effort("kill launched apps", self._apps.kill_all, no_pids)
         await self._close_new_windows(session.window_baseline)
         return ops.SessionEnded(released_inputs=released, killed_pids=killed)
+
+    async def _close_streams(self, session_id: str) -> None:
+        if self._streams is None:
+            return
+        try:
+            await self._streams.close(session_id)
+        except Exception:
+            # Like every restore step: a failure must not stop the steps after it.
+            _log.exception("session restore: could not close the streams")
 
     async def _list_windows(self) -> frozenset[int] | None:
         return await self._best_effort("list windows", self._desktop.list_windows, None)
@@ -315,6 +338,45 @@ class Dispatcher:
         request = _parse(ops.WakeSend, body)
         await send_magic_packet(parse_mac(request.mac), request.broadcast, request.port)
         return {"sent": True}, None
+
+    # ---- live video ------------------------------------------------------------------
+
+    async def _stream_offer(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.StreamOffer, body)
+        self._require_session(request.session_id)
+        streams = self._require_streams()
+        answer = await self._stream_call(streams.offer(request))
+        if self.active_session_id != request.session_id:
+            # The session ended while we negotiated: its end closed what it found, and
+            # this viewer must not outlive it either.
+            await streams.close(request.session_id, request.viewer_id)
+            self._require_session(request.session_id)
+        return answer.model_dump(), None
+
+    async def _stream_candidate(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.StreamCandidate, body)
+        self._require_session(request.session_id)
+        await self._stream_call(self._require_streams().add_candidate(request))
+        return {}, None
+
+    async def _stream_close(self, body: dict[str, Any]) -> Reply:
+        # Idempotent and allowed after the session ended: its streams are gone already.
+        request = _parse(ops.StreamClose, body)
+        closed = 0
+        if self._streams is not None:
+            closed = await self._streams.close(request.session_id, request.viewer_id)
+        return ops.StreamClosed(closed=closed).model_dump(), None
+
+    def _require_streams(self) -> StreamControl:
+        if self._streams is None:
+            raise HostOpError(ops.ERROR_HOST, "streaming is not installed on this rig")
+        return self._streams
+
+    async def _stream_call(self, work: Awaitable[_T]) -> _T:
+        try:
+            return await work
+        except StreamError as exc:
+            raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
 
 
 def _parse(model: type[_ModelT], body: dict[str, Any]) -> _ModelT:

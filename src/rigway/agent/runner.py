@@ -16,7 +16,7 @@ import platform
 import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
@@ -31,6 +31,7 @@ from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
+from rigway.agent.stream import StreamControl, StreamSettings
 from rigway.protocol.messages import PROTOCOL_VERSION, Hello
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "detect_network",
     "detect_os",
     "open_backend",
+    "open_streams",
     "run_agent",
 ]
 
@@ -66,6 +68,7 @@ class AgentSettings:
     session_grace_s: float = 10.0
     max_walk_elements: int = 500
     walk_deadline_s: float = 1.5
+    stream: StreamSettings = field(default_factory=StreamSettings)
 
     def __post_init__(self) -> None:
         # Fail closed at start-up, with a message, rather than misbehave later.
@@ -151,6 +154,7 @@ async def run_agent(
         InputGuard(desktop),
         ProcessTracker() if apps is None else apps,
         input_executor=input_worker,
+        streams=open_streams(settings.stream, screen),
     )
     try:
         link = AgentLink(
@@ -171,6 +175,17 @@ async def run_agent(
         # A backend stuck in a walk or a grab must not hold the agent's exit hostage.
         screen_worker.shutdown(wait=False, cancel_futures=True)
         a11y_worker.shutdown(wait=False, cancel_futures=True)
+
+
+def open_streams(settings: StreamSettings, screen: ScreenService) -> StreamControl | None:
+    """The video publisher, or None when the `stream` extra (aiortc, PyAV) is absent:
+    the agent still serves everything else."""
+    try:
+        from rigway.agent.stream.publisher import StreamPublisher
+    except ImportError as exc:
+        _log.warning("live video is off: %s (install rigway[stream])", exc)
+        return None
+    return StreamPublisher(screen, settings)
 
 
 async def _run_until_stopped(link: AgentLink, stop: asyncio.Event | None) -> None:

@@ -4,11 +4,14 @@ One worker thread (the `executor` passed in, one worker) owns every call into th
 backend's screen role (`grab`, `poll_damage`, `native_size`) and all of this module's
 mutable state, so nothing here needs a lock. The event loop only awaits the worker.
 
-Damage is polled on demand, before every capture and every dirty read, and fanned
-out to two consumers: the dirty accumulator (emptied by `screen/dirty`) and the
-"stale" flag of the cached frame. Polling before the grab is conservative: damage that
-lands between the poll and the grab is reported again at the next poll, which costs at
-most one redundant capture and never serves a stale frame.
+Damage is polled on demand, before every capture, every dirty read and every stream
+tick, and fanned out to every consumer: the dirty accumulator (emptied by
+`screen/dirty`), the "stale" flag of the cached frame and each live stream's
+`StreamWatch` ("changed since my last frame?"). A stream never takes the rectangles
+the API reads, and the API never hides a change from a stream. Polling before the grab
+is conservative: damage that lands between the poll and the grab is reported again at
+the next poll, which costs at most one redundant capture and never serves a stale
+frame.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from rigway.agent.backends.base import Desktop, Rect
+from rigway.agent.backends.base import Desktop, Pixels, Rect
 from rigway.agent.imaging import EncodedImage, Mark, render_jpeg
 from rigway.protocol import ops
 
@@ -31,6 +34,7 @@ __all__ = [
     "DirtyAccumulator",
     "RegionOutsideDesktopError",
     "ScreenService",
+    "StreamWatch",
     "merge_rects",
 ]
 
@@ -138,6 +142,16 @@ class DirtyAccumulator:
         self._rects = []
 
 
+class StreamWatch:
+    """One stream's flag in the damage fan-out: set by any poll that saw damage,
+    cleared when that stream grabs. Touched on the screen worker only."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self) -> None:
+        self.changed = True  # a new stream's first frame is always due
+
+
 @dataclass(frozen=True, slots=True)
 class _CacheKey:
     params: CaptureParams
@@ -162,6 +176,7 @@ class ScreenService:
         self._executor = executor
         self._dirty = DirtyAccumulator()
         self._cache: _CachedFrame | None = None
+        self._watches: list[StreamWatch] = []
 
     async def capture(self, params: CaptureParams) -> CapturedFrame:
         return await self._run(self._capture, params)
@@ -175,6 +190,19 @@ class ScreenService:
     async def reset(self) -> None:
         """A new session: forget damage and the cached frame from before it."""
         await self._run(self._reset)
+
+    async def open_watch(self) -> StreamWatch:
+        watch = StreamWatch()
+        await self._run(self._watches.append, watch)
+        return watch
+
+    async def close_watch(self, watch: StreamWatch) -> None:
+        await self._run(self._close_watch, watch)
+
+    async def stream_pixels(self, watch: StreamWatch) -> Pixels | None:
+        """A fresh grab when the desktop changed since this watch's last one (always
+        without damage reporting), else None: the stream holds its frame."""
+        return await self._run(self._stream_pixels, watch)
 
     async def _run(self, fn: Callable[..., _T], *args: object) -> _T:
         loop = asyncio.get_running_loop()
@@ -191,6 +219,22 @@ class ScreenService:
         self._dirty.add(rects, width, height)
         if self._cache is not None:
             self._cache.is_stale = True
+        for watch in self._watches:
+            watch.changed = True
+
+    def _stream_pixels(self, watch: StreamWatch) -> Pixels | None:
+        width, height = self._desktop.native_size()
+        self._poll_damage(width, height)
+        if self._desktop.has_damage and not watch.changed:
+            return None
+        # Cleared before the grab: damage landing during it sets the flag again, which
+        # costs one redundant frame at most and never holds a stale one.
+        watch.changed = False
+        return self._desktop.grab()
+
+    def _close_watch(self, watch: StreamWatch) -> None:
+        if watch in self._watches:
+            self._watches.remove(watch)
 
     def _capture(self, params: CaptureParams) -> CapturedFrame:
         started = time.perf_counter()
@@ -238,6 +282,8 @@ class ScreenService:
             self._desktop.poll_damage()
         self._dirty.clear()
         self._cache = None
+        for watch in self._watches:
+            watch.changed = True
 
 
 def _frame(image: EncodedImage, key: _CacheKey, started: float, *, cached: bool) -> CapturedFrame:

@@ -12,7 +12,6 @@ session-scoped commands (`screenshot`, `observe`, `click`, …) work without `--
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,8 +122,8 @@ class Credentials:
     def _base_url(self, local: dict[str, Any]) -> str:
         return self.base_url or _local_str(local, "base_url") or DEFAULT_BASE_URL
 
-    def api_client(self) -> Rigway:
-        """A `Rigway` client; CliError (exit 3) when no API key is found anywhere."""
+    def api_key_and_url(self) -> tuple[str, str]:
+        """The API key and base URL; CliError (exit 3) when no key is found anywhere."""
         local = read_local_json(self.state_dir)
         api_key = self.api_key or _local_str(local, "api_key")
         if api_key is None:
@@ -133,7 +132,12 @@ class Credentials:
                 f"(which writes {self.state_dir / LOCAL_JSON})",
                 ExitCode.AUTH,
             )
-        return Rigway(api_key=api_key, base_url=self._base_url(local))
+        return api_key, self._base_url(local)
+
+    def api_client(self) -> Rigway:
+        """A `Rigway` client; CliError (exit 3) when no API key is found anywhere."""
+        api_key, base_url = self.api_key_and_url()
+        return Rigway(api_key=api_key, base_url=base_url)
 
     def console_client(self) -> RigwayConsole:
         """A `RigwayConsole` client; CliError (exit 3) when no console token is found."""
@@ -197,8 +201,3 @@ def session_errors(state_dir: Path, session_id: str) -> Iterator[None]:
         if exc.code in ("session_ended", "session_not_found"):
             forget_session(state_dir, session_id)
         raise
-
-
-def env_state_dir() -> Path:
-    """The state dir when no option is in reach (the MCP server's child processes)."""
-    return Path(os.environ.get("RIGWAY_STATE_DIR") or DEFAULT_STATE_DIR)

@@ -64,12 +64,11 @@ class ExitCode(IntEnum):
     CONNECTION = 8
 
 
-# For `rigway --help`; typer's rich help keeps the line breaks of a "\b" paragraph.
-EXIT_CODES_HELP = (
-    "\b\nExit codes: 0 ok, 1 unexpected, 2 usage or 400, 3 auth (401/403),"
-    "\n4 not found (404), 5 conflict (409) or session ended (410), 6 rate limited (429),"
-    "\n7 host/server error (502/504/5xx), 8 connection error."
-)
+# For the epilog of `rigway --help` (typer's rich help keeps these line breaks).
+EXIT_CODES_HELP = """Exit codes:
+0 ok · 1 unexpected · 2 usage or 400 invalid_request · 3 auth: none, 401, 403
+4 not found: 404 or no such target · 5 conflict: 409, 410 session ended
+6 rate limited: 429 · 7 host/server error: 502, 504, 5xx · 8 connection error"""
 
 
 class CliError(Exception):
@@ -81,8 +80,8 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
-# Most specific first: TargetNotFoundError is also a LookupError, APITimeoutError an
-# APIConnectionError.
+# The first class the error is an instance of decides (APITimeoutError is an
+# APIConnectionError, so a client-side timeout counts as a connection error).
 _EXIT_CODES: Sequence[tuple[type[RigwayError], ExitCode]] = (
     (BadRequestError, ExitCode.USAGE),
     (UnsupportedActionError, ExitCode.USAGE),
@@ -114,9 +113,12 @@ def exit_code_for(error: RigwayError) -> ExitCode:
 
 def error_line(error: RigwayError) -> str:
     """One line for stderr: code, detail, HTTP status and request id."""
-    text = error.code if error.detail is None else f"{error.code}: {error.detail}"
-    if error.status is None:
+    if error.status is None:  # no response: the SDK's own message says what happened
         text = f"{error.code}: {error.message}"
+    elif error.detail is None:
+        text = error.code
+    else:
+        text = f"{error.code}: {error.detail}"
     facts = [] if error.status is None else [f"HTTP {error.status}"]
     if error.request_id is not None:
         facts.append(f"request id {error.request_id}")
@@ -138,12 +140,19 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+# Piped or captured output has no terminal width; rich would assume 80 columns and
+# wrap ids mid-word. A table still takes only the width it needs.
+_PIPE_WIDTH = 500
+
+
 class Output:
     """Where a command's results go: JSON for scripts, rich text for people."""
 
     def __init__(self, *, json_mode: bool) -> None:
         self.json_mode = json_mode
-        self._stdout = Console(highlight=False, soft_wrap=False)
+        self._stdout = Console(highlight=False)
+        if not self._stdout.is_terminal:
+            self._stdout = Console(highlight=False, width=_PIPE_WIDTH)
         self._stderr = Console(stderr=True, highlight=False)
 
     def data(self, value: Any, *, human: str | None = None) -> None:
@@ -166,8 +175,9 @@ class Output:
             self._stdout.print(f"No {title.lower()}.", markup=False)
             return
         table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-        for column in columns:
-            table.add_column(column, overflow="fold")
+        for index, column in enumerate(columns):
+            # The first column is an id, which must stay copy-pasteable on one line.
+            table.add_column(column, no_wrap=index == 0, overflow="fold")
         for row in rows:
             table.add_row(*row)
         self._stdout.print(table)

@@ -52,10 +52,16 @@ def list_keys(
 ) -> None:
     """List the account's API keys (by prefix; the keys themselves are never stored)."""
     out = Output(json_mode=json_output)
-    with Credentials(state_dir, base_url=base_url, console_token=console_token).console_client() as console:
+    with Credentials(
+        state_dir, base_url=base_url, console_token=console_token
+    ).console_client() as console:
         keys = console.keys.list()
     out.data({"keys": keys})
-    out.table("API keys", ("ID", "NAME", "PREFIX", "ENV", "SCOPES", "LAST USED"), [_key_row(k) for k in keys])
+    out.table(
+        "API keys",
+        ("ID", "NAME", "PREFIX", "ENV", "SCOPES", "LAST USED"),
+        [_key_row(k) for k in keys],
+    )
 
 
 @keys_app.command("create")
@@ -75,7 +81,9 @@ def create_key(
 ) -> None:
     """Create an API key; its secret is shown this once only."""
     out = Output(json_mode=json_output)
-    with Credentials(state_dir, base_url=base_url, console_token=console_token).console_client() as console:
+    with Credentials(
+        state_dir, base_url=base_url, console_token=console_token
+    ).console_client() as console:
         created = console.keys.create(name, environment=environment, scopes=scopes)
     # The secret is excluded from repr, not from the dump: scripts need it this once.
     out.data(created, human=f"created {created.id} ({created.key_prefix}…)")
@@ -92,7 +100,9 @@ def revoke_key(
 ) -> None:
     """Revoke an API key: it fails with 401 from its next request on."""
     out = Output(json_mode=json_output)
-    with Credentials(state_dir, base_url=base_url, console_token=console_token).console_client() as console:
+    with Credentials(
+        state_dir, base_url=base_url, console_token=console_token
+    ).console_client() as console:
         revoked = console.keys.revoke(key_id)
     out.data({"ok": True, "id": key_id, "key": revoked}, human=f"revoked {key_id}")
 
@@ -116,10 +126,16 @@ def list_webhooks(
 ) -> None:
     """List the account's webhooks."""
     out = Output(json_mode=json_output)
-    with Credentials(state_dir, base_url=base_url, console_token=console_token).console_client() as console:
+    with Credentials(
+        state_dir, base_url=base_url, console_token=console_token
+    ).console_client() as console:
         webhooks = console.webhooks.list()
     out.data({"webhooks": webhooks})
-    out.table("Webhooks", ("ID", "URL", "EVENTS", "ENABLED", "LAST STATUS"), [_webhook_row(w) for w in webhooks])
+    out.table(
+        "Webhooks",
+        ("ID", "URL", "EVENTS", "ENABLED", "LAST STATUS"),
+        [_webhook_row(w) for w in webhooks],
+    )
 
 
 @webhooks_app.command("create")
@@ -136,7 +152,9 @@ def create_webhook(
 ) -> None:
     """Register a webhook; its signing secret is shown this once only."""
     out = Output(json_mode=json_output)
-    with Credentials(state_dir, base_url=base_url, console_token=console_token).console_client() as console:
+    with Credentials(
+        state_dir, base_url=base_url, console_token=console_token
+    ).console_client() as console:
         created = console.webhooks.create(url, events=events)
     out.data(created, human=f"created {created.webhook.id} for {created.webhook.url}")
     out.line(f"signing secret (shown once, store it now): {created.secret}")
@@ -154,6 +172,8 @@ def delete_webhook(
 ) -> None:
     """Delete a webhook."""
     out = Output(json_mode=json_output)
-    with Credentials(state_dir, base_url=base_url, console_token=console_token).console_client() as console:
+    with Credentials(
+        state_dir, base_url=base_url, console_token=console_token
+    ).console_client() as console:
         deleted = console.webhooks.delete(webhook_id)
     out.data({"ok": True, "id": webhook_id, "webhook": deleted}, human=f"deleted {webhook_id}")

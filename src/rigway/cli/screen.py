@@ -117,8 +117,10 @@ def screenshot(
 
 def _observe_lines(result: ObserveResult) -> list[str]:
     text = result.text
-    lines = [f"image {result.width}x{result.height} of a {result.native_width}x"
-             f"{result.native_height} desktop; changed: {'yes' if result.changed else 'no'}"]
+    lines = [
+        f"image {result.width}x{result.height} of a {result.native_width}x"
+        f"{result.native_height} desktop; changed: {'yes' if result.changed else 'no'}"
+    ]
     if text is None:
         return lines
     if text.summary:
@@ -170,7 +172,9 @@ def _find_target(handle: SessionHandle, target_id: str | None, name: str | None)
 def _check_click_args(x: int | None, y: int | None, target: str | None, name: str | None) -> None:
     given = [x is not None or y is not None, target is not None, name is not None]
     if given.count(True) != 1 or (x is None) != (y is None):
-        raise CliError("click takes X Y, or --target ID, or --name TEXT (one of them)", ExitCode.USAGE)
+        raise CliError(
+            "click takes X Y, or --target ID, or --name TEXT (one of them)", ExitCode.USAGE
+        )
 
 
 def click(

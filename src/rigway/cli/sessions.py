@@ -18,7 +18,6 @@ from ._context import (
     BaseUrlOption,
     Credentials,
     JsonOption,
-    SessionOption,
     StateDirOption,
     forget_session,
     remember_session,
@@ -26,6 +25,8 @@ from ._context import (
     session_errors,
 )
 from ._output import CliError, ExitCode, Output
+
+__all__ = ["pick_rig", "sessions_app"]
 
 sessions_app = typer.Typer(help="Start, list, inspect and end sessions.", no_args_is_help=True)
 
@@ -152,7 +153,3 @@ def end_session(
         f"ended {session.session_id} ({session.ended_reason}), billed {session.billed_minutes} min"
     )
     out.data(session, human=human)
-
-
-# `SessionOption` is re-exported for the screen commands' signatures.
-__all__ = ["SessionOption", "pick_rig", "sessions_app"]

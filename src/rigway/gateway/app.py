@@ -50,6 +50,8 @@ from rigway.gateway.sessions.routes import router as sessions_router
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.stream.routes import router as stream_router
+from rigway.gateway.stream.service import StreamService
 from rigway.gateway.webhooks.routes import router as webhooks_router
 from rigway.gateway.webhooks.service import WebhookService
 from rigway.gateway.webhooks.ssrf import SystemResolver
@@ -85,6 +87,8 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         poll_interval_s=settings.webhook_poll_interval_s,
     )
     sessions.on_events_written = dispatcher.notify
+    stream = StreamService(sessions.live, registry, settings, clock)
+    sessions.on_session_ended.append(stream.on_session_ended)
     return Services(
         settings=settings,
         clock=clock,
@@ -119,6 +123,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
             wake_broadcast=settings.wake_broadcast,
             host_timeout_s=settings.host_timeout_s,
         ),
+        stream=stream,
     )
 
 
@@ -166,6 +171,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         finally:
             await services.timers.stop()
             await services.webhook_dispatcher.stop()
+            await services.stream.close_all()
             await services.registry.close_all()
             await services.sessions.drain()
             await services.sessions.flush_activity()
@@ -191,6 +197,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         webhooks_router,
         identity_router,
         hostlink_router,
+        # Before the console: its catch-all would shadow /console/stream/{id}.
+        stream_router,
         console_router,
     ):
         app.include_router(router)

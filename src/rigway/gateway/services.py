@@ -24,6 +24,7 @@ from rigway.gateway.rigs.service import RigService
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.stream.service import StreamService
 from rigway.gateway.webhooks.service import WebhookService
 from rigway.gateway.webhooks.tasks import WebhookDispatcher
 
@@ -48,6 +49,7 @@ class Services:
     webhooks: WebhookService
     webhook_dispatcher: WebhookDispatcher
     rig_owner: RigOwnerActions
+    stream: StreamService
     extras: dict[str, Any] = field(default_factory=dict)
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigway.protocol.ops import IceServer
+
 
 class GatewaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -59,6 +61,9 @@ class GatewaySettings(BaseModel):
     webhook_allow_private_targets: bool = False
     webhook_ca_bundle: str | None = None
     wake_broadcast: str = "255.255.255.255:9"
+    # STUN/TURN servers handed to viewers and agents for live video. None by default:
+    # nothing external is contacted unless an operator lists a server here.
+    stream_ice_servers: list[IceServer] = Field(default_factory=list, max_length=8)
 
     def resolved_console_issuer(self) -> str:
         return self.console_issuer if self.console_issuer is not None else self.public_base_url

@@ -21,6 +21,9 @@ INPUT_BATCH = "input/batch"
 APP_LAUNCH = "app/launch"
 APP_KILL = "app/kill"
 WAKE_SEND = "wake/send"
+STREAM_OFFER = "stream/offer"
+STREAM_CANDIDATE = "stream/candidate"
+STREAM_CLOSE = "stream/close"
 # Agent → gateway
 SESSION_OWNER_KILL = "session/owner_kill"
 
@@ -189,3 +192,55 @@ class WakeSend(_Body):
     mac: str = Field(pattern=r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
     broadcast: str = "255.255.255.255"
     port: int = Field(default=9, ge=1, le=65535)
+
+
+# ---- live video (WebRTC signaling relayed over the link; media flows peer to peer) ----
+
+ViewerId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+class IceServer(_Body):
+    """One STUN/TURN server, as in the browser's RTCIceServer."""
+
+    urls: list[str] = Field(min_length=1, max_length=8)
+    username: str | None = Field(default=None, max_length=512)
+    credential: str | None = Field(default=None, max_length=512)
+
+
+class StreamOffer(_Body):
+    """A viewer's SDP offer: the agent answers with its own peer connection."""
+
+    session_id: str
+    viewer_id: ViewerId
+    sdp: str = Field(min_length=1, max_length=65536)
+    # The viewer's cap on the picture width; the agent's own cap applies too.
+    max_width: int | None = Field(default=None, ge=16, le=16384)
+    ice_servers: list[IceServer] = Field(default_factory=list, max_length=8)
+
+
+class StreamAnswer(_Body):
+    sdp: str
+    encoder: str
+    width: int
+    height: int
+
+
+class StreamCandidate(_Body):
+    """A trickled ICE candidate of the viewer; `candidate` None: end of candidates."""
+
+    session_id: str
+    viewer_id: ViewerId
+    candidate: str | None = Field(default=None, max_length=1024)
+    sdp_mid: str | None = Field(default=None, max_length=64)
+    sdp_mline_index: int | None = Field(default=None, ge=0, le=64)
+
+
+class StreamClose(_Body):
+    """Stop one viewer's stream, or (viewer_id None) every stream of the session."""
+
+    session_id: str
+    viewer_id: ViewerId | None = None
+
+
+class StreamClosed(_Body):
+    closed: int

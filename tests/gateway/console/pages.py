@@ -55,6 +55,6 @@ class ConsolePages:
     async def csrf(self) -> str:
         return csrf_of(await self.client.get("/console/rigs"))
 
-    async def post(self, path: str, **fields: str) -> httpx2.Response:
+    async def post(self, path: str, **fields: str | list[str]) -> httpx2.Response:
         """A form post carrying this session's CSRF token."""
         return await self.client.post(path, data={"csrf_token": await self.csrf(), **fields})

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from rigway.gateway.db.models import Rig
 from rigway.gateway.identity.keys import KEY_FILE_NAME, load_signing_key
 from rigway.gateway.identity.tokens import issue_console_token
 from tests.e2e.harness import Stack, running_stack
-from tests.gateway.console.pages import ConsolePages, add_owner
+from tests.gateway.console.pages import PASSWORD, ConsolePages, add_owner, csrf_of
 
 OWNER = "owner@example.com"
 INTRUDER = "intruder@example.com"
@@ -77,22 +78,45 @@ async def test_sign_in_sets_an_http_only_strict_cookie_under_console(stack: Stac
         assert (await pages.client.get("/console/rigs")).status_code == 200
 
 
-async def test_cookie_is_secure_when_the_request_came_over_https(stack: Stack) -> None:
+async def test_cookies_are_secure_when_the_request_came_over_https(stack: Stack) -> None:
+    # uvicorn trusts X-Forwarded-Proto from 127.0.0.1, as it would from a TLS proxy.
+    https = {"X-Forwarded-Proto": "https"}
     async with ConsolePages(stack) as pages:
-        # uvicorn trusts X-Forwarded-Proto from 127.0.0.1, as behind a TLS proxy.
-        https = {"X-Forwarded-Proto": "https"}
         form = await pages.client.get("/console/sign-in", headers=https)
-        assert "secure" in form.headers["set-cookie"].lower()
+        pre_session = form.headers["set-cookie"]
+        assert "secure" in pre_session.lower()
+        # The client's jar keeps Secure cookies off plain http, so send it by hand.
+        pages.client.cookies.clear()
+        cookie = pre_session.split(";")[0]
+        fields = {"csrf_token": csrf_of(form), "email": OWNER, "password": PASSWORD}
+        answer = await pages.client.post(
+            "/console/sign-in", data=fields, headers={**https, "Cookie": cookie}
+        )
+        assert answer.status_code == 303
+        session = next(
+            c for c in answer.headers.get_list("set-cookie") if c.startswith("rigway_console=")
+        )
+        assert "secure" in {part.strip().lower() for part in session.split(";")}
 
 
 async def test_every_page_without_a_session_redirects_to_sign_in(stack: Stack) -> None:
     rig_id = stack.rig_ids[0]
     session_id = await stack.start_session()
-    gets = ["/console", "/console/rigs", "/console/sessions", "/console/keys",
-            "/console/webhooks", f"/console/rigs/{rig_id}/screenshot",
-            f"/console/rigs/{rig_id}/unpair"]  # fmt: skip
-    posts = [f"/console/sessions/{session_id}/kill", f"/console/rigs/{rig_id}/api-access",
-             "/console/keys", f"/console/keys/{await _key_id(stack)}/revoke"]  # fmt: skip
+    gets = [
+        "/console",
+        "/console/rigs",
+        "/console/sessions",
+        "/console/keys",
+        "/console/webhooks",
+        f"/console/rigs/{rig_id}/screenshot",
+        f"/console/rigs/{rig_id}/unpair",
+    ]
+    posts = [
+        f"/console/sessions/{session_id}/kill",
+        f"/console/rigs/{rig_id}/api-access",
+        "/console/keys",
+        f"/console/keys/{await _key_id(stack)}/revoke",
+    ]
     async with ConsolePages(stack) as anonymous:
         for path in gets:
             answer = await anonymous.client.get(path)
@@ -111,11 +135,13 @@ async def test_every_page_without_a_session_redirects_to_sign_in(stack: Stack) -
 async def test_expired_or_forged_cookie_redirects_and_is_cleared(stack: Stack) -> None:
     settings = stack.services.settings
     key = load_signing_key(settings.state_dir / KEY_FILE_NAME)
+    two_hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    issuer, audience = settings.resolved_console_issuer(), settings.console_audience
     expired = issue_console_token(
-        "usr_x", stack.account_id, settings.resolved_console_issuer(),
-        settings.console_audience, 60, key, datetime.now(UTC) - timedelta(hours=2),
-    )  # fmt: skip
-    valid = stack.services.identity.issue("usr_x", stack.account_id)  # type: ignore[union-attr]
+        "usr_x", stack.account_id, issuer, audience, 60, key, two_hours_ago
+    )
+    assert stack.services.identity is not None
+    valid = stack.services.identity.issue("usr_x", stack.account_id)
     forged = valid[:-4] + ("AAAA" if not valid.endswith("AAAA") else "BBBB")
     async with ConsolePages(stack) as pages:
         for token in (expired, forged, "not-a-jwt"):
@@ -136,7 +162,9 @@ async def test_post_without_or_with_a_wrong_csrf_token_is_refused(
     revoke = f"/console/keys/{await _key_id(stack)}/revoke"
     api_access = f"/console/rigs/{stack.rig_ids[0]}/api-access"
     for token in (None, "", "0" * 64, "é", await intruder.csrf()):
-        fields = {"enabled": "false"} if token is None else {"enabled": "false", "csrf_token": token}
+        fields = (
+            {"enabled": "false"} if token is None else {"enabled": "false", "csrf_token": token}
+        )
         for path in (revoke, api_access):
             answer = await owner.client.post(path, data=fields)
             assert answer.status_code == 403, (path, token)
@@ -161,8 +189,7 @@ async def test_sign_in_post_without_its_pre_session_cookie_is_refused(stack: Sta
     async with ConsolePages(stack) as pages:
         form = await pages.client.get("/console/sign-in")
         pages.client.cookies.clear()
-        fields = {"email": OWNER, "password": "correct horse battery"}
-        fields["csrf_token"] = form.text.split('name="csrf_token" value="')[1].split('"')[0]
+        fields = {"email": OWNER, "password": PASSWORD, "csrf_token": csrf_of(form)}
         answer = await pages.client.post("/console/sign-in", data=fields)
         assert answer.status_code == 403
         assert "rigway_console=" not in answer.headers.get("set-cookie", "")
@@ -270,12 +297,50 @@ async def test_pairing_code_page_shows_a_code_that_pairs_a_rig(
 async def test_webhook_secret_is_shown_once_and_bad_urls_are_explained(
     stack: Stack, owner: ConsolePages
 ) -> None:
-    refused = await owner.post("/console/webhooks", url="http://example.com/hook")
+    events = ["session.started", "session.ended"]
+    refused = await owner.post("/console/webhooks", url="http://example.com/hook", events=events)
     assert refused.status_code == 400
     assert "webhook url" in refused.text
-    assert await stack.services.webhooks.list(stack.account_id) == []
     no_events = await owner.post("/console/webhooks", url="https://93.184.216.34/hook")
     assert no_events.status_code == 400
+    assert "events: List should have at least 1 item" in no_events.text
+    assert await stack.services.webhooks.list(stack.account_id) == []
+    created = await owner.post("/console/webhooks", url="https://93.184.216.34/h", events=events)
+    assert created.status_code == 201
+    secret = created.text.split('id="new-secret">')[1].split("<")[0]
+    assert secret.startswith("whsec_")
+    assert secret not in (await owner.client.get("/console/webhooks")).text
+
+
+async def test_unpair_asks_first_then_ends_the_live_session(
+    stack: Stack, owner: ConsolePages
+) -> None:
+    rig_id = stack.rig_ids[0]
+    session_id = await stack.start_session()
+    confirm = await owner.client.get(f"/console/rigs/{rig_id}/unpair")
+    assert confirm.status_code == 200
+    assert "Its live session ends now." in confirm.text
+    unpaired = await owner.post(f"/console/rigs/{rig_id}/unpair")
+    assert unpaired.headers["location"] == "/console/rigs?notice=rig_unpaired"
+    ended = (await stack.client.get(f"/v1/sessions/{session_id}")).json()
+    assert ended["ended_reason"] == "unpaired"
+    assert rig_id not in (await owner.client.get("/console/rigs")).text
+
+
+async def test_wake_of_an_offline_rig_without_a_mac_explains_why(
+    stack: Stack, owner: ConsolePages
+) -> None:
+    rig_id = stack.rig_ids[0]
+    await stack.stop_agent(rig_id)
+    async with stack.services.db.begin() as db:
+        rig = await db.get(Rig, rig_id)
+        assert rig is not None
+        rig.mac = None  # deterministic: no magic packet leaves this machine
+    page = await owner.client.get("/console/rigs")
+    assert f'action="/console/rigs/{rig_id}/wake"' in page.text
+    answer = await owner.post(f"/console/rigs/{rig_id}/wake")
+    assert answer.status_code == 409
+    assert "no MAC address is known for this rig" in answer.text
 
 
 def _jpeg_width(jpeg: bytes) -> int:

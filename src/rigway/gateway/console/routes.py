@@ -1,5 +1,6 @@
 """The console's HTTP face, mounted at /console: sign-in and sign-out here, the pages
-in `rig_routes` and `account_routes`, the static files, and a 404 page for the rest.
+in `rig_routes` and `account_routes`, and the static files. There is deliberately no
+catch-all route: other features add their own pages under /console (the live viewer).
 
     GET  /console                       → /console/rigs
     GET  /console/sign-in               form (sets the pre-session CSRF cookie)
@@ -27,7 +28,6 @@ from rigway.gateway.console.csrf import (
 from rigway.gateway.console.rendering import (
     STATIC_DIR,
     ConsoleRoute,
-    error_page,
     redirect,
     render,
 )
@@ -124,9 +124,3 @@ async def _is_signed_in(request: Request) -> bool:
 
 router.include_router(rig_routes.router)
 router.include_router(account_routes.router)
-
-
-# Last, so it only catches what no page above matched.
-@router.api_route("/{path:path}", methods=["GET", "POST"])
-async def not_found(request: Request, path: str) -> Response:
-    return error_page(request, 404, "There is no such page.")

@@ -30,6 +30,8 @@ from rigway.protocol import ops
 router = APIRouter(tags=["desktop"])
 
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
+# Server-Timing parameter of the host-jpeg entry when the host served its last JPEG.
+_CACHED = ';desc="cached"'
 
 
 async def screen_params(
@@ -76,10 +78,12 @@ async def screenshot(
             "X-Screenshot-Native-Width": str(shot.reply.native_width),
             "X-Screenshot-Native-Height": str(shot.reply.native_height),
             "Cache-Control": "no-store",
-            # The host's own capture+encode time and the host link round trip, so
-            # callers can see the gateway's share.
+            # The host's own capture+encode time (desc "cached" when it served its last
+            # JPEG without capturing) and the host link round trip, so callers can see
+            # the gateway's share.
             "Server-Timing": (
-                f"host-jpeg;dur={shot.reply.host_jpeg_ms:.2f}, link;dur={shot.link_ms:.2f}"
+                f"host-jpeg;dur={shot.reply.host_jpeg_ms:.2f}{_CACHED if shot.reply.cached else ''}"
+                f", link;dur={shot.link_ms:.2f}"
             ),
         },
     )

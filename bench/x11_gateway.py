@@ -1,0 +1,278 @@
+"""Issue 3 benchmark: the x11 backend through the gateway on Xvfb 1920x1080.
+
+`rigway up --desktop x11` runs in a subprocess against a private Xvfb desktop (Xvfb,
+session D-Bus, openbox: tests/support/x_desktop.py); this process is the HTTP client.
+Printed, with their bars:
+
+- screenshot q85 through the gateway on a changed screen (a check box of
+  gtk3-widget-factory is clicked before each shot, untimed), beside the capture+encode
+  floor measured here in the same run (mss grab + simplejpeg q85 4:2:0 of the same
+  desktop) and beside `scrot` writing a file that is then read;
+- screenshot of an unchanged screen (served from the host's cached JPEG): measured on a
+  `zenity --info` dialog, since the factory's spinners damage the screen all the time;
+- observe image=0 on gtk3-widget-factory.
+
+Run: .venv/bin/python -m bench.x11_gateway
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import httpx2
+import mss
+import numpy as np
+import simplejpeg
+from tests.support.x_desktop import XDesktop, wait_until
+
+from bench.local_stack import rigway_up
+from bench.stats import p50, row
+
+ROUNDS = 200
+SCROT_ROUNDS = 30
+WARM_UP = 20
+FACTORY = "gtk3-widget-factory"
+APP_START_TIMEOUT_S = 30.0
+UNCHANGED_BAR_MS = 3.0
+UNCHANGED_VS_SCROT_BAR = 10.0
+OBSERVE_BAR_MS = 30.0
+_HOST_JPEG = re.compile(r"host-jpeg;dur=([0-9.]+)(;desc=\"cached\")?")
+_LINK = re.compile(r"link;dur=([0-9.]+)")
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
+class Session:
+    """One API session on the x11 rig, with the few calls the benchmark needs."""
+
+    def __init__(self, client: httpx2.Client, rig_id: str) -> None:
+        self.client = client
+        created = client.post("/v1/sessions", json={"rig_id": rig_id})
+        created.raise_for_status()
+        self.id: str = created.json()["session_id"]
+
+    def get(self, path: str, **params: int) -> httpx2.Response:
+        response = self.client.get(f"/v1/sessions/{self.id}{path}", params=params)
+        response.raise_for_status()
+        return response
+
+    def post(self, path: str, body: dict[str, Any]) -> httpx2.Response:
+        response = self.client.post(f"/v1/sessions/{self.id}{path}", json=body)
+        response.raise_for_status()
+        return response
+
+    def targets(self) -> list[dict[str, Any]]:
+        targets: list[dict[str, Any]] = self.get("/targets").json()["targets"]
+        return targets
+
+    def launch(self, path: str, *args: str) -> int:
+        pid: int = self.post("/app/launch", {"path": path, "args": list(args)}).json()["pid"]
+        return pid
+
+    def end(self) -> None:
+        self.client.delete(f"/v1/sessions/{self.id}").raise_for_status()
+
+
+class Shot(NamedTuple):
+    elapsed_ms: float  # the client's round trip
+    host_ms: float  # the agent's capture+encode (or cache lookup)
+    link_ms: float  # the host link round trip, seen by the gateway
+    cached: bool
+    jpeg: bytes
+
+
+def _shot(session: Session) -> Shot:
+    started = time.perf_counter()
+    response = session.get("/screenshot", quality=85)
+    elapsed = _ms_since(started)
+    timing = response.headers["server-timing"]
+    host = _HOST_JPEG.search(timing)
+    link = _LINK.search(timing)
+    assert host is not None, timing
+    assert link is not None, timing
+    cached = host.group(2) is not None
+    return Shot(elapsed, float(host.group(1)), float(link.group(1)), cached, response.content)
+
+
+def _changed_screenshots(session: Session) -> dict[str, Any]:
+    targets = wait_until(
+        lambda: (lambda t: t if len(t) > 50 else None)(session.targets()),
+        timeout_s=APP_START_TIMEOUT_S,
+        message=FACTORY,
+    )
+    # The topmost unchecked one: the factory's lower group of check boxes is insensitive.
+    box = min(
+        (t for t in targets if t["role"] == "check box" and t["value"] == "unchecked"),
+        key=lambda t: t["y"],
+    )
+    click = {"events": [{"type": "mouse_click", "x": box["x"] + 54, "y": box["y"] + 11}]}
+
+    def change() -> None:
+        # The input call returns once the click is sent; GTK redraws a moment later.
+        # Damage seen by a fresh poll marks the host's cached JPEG stale, so the shot
+        # after it really captures and encodes. The first read drains what the last
+        # shot's own poll left in the accumulator, which would say nothing new.
+        session.get("/dirty")
+        session.post("/input", click)
+        wait_until(lambda: session.get("/dirty").json()["rects"] != [], message="damage")
+
+    for _ in range(WARM_UP):  # connections, the SHM segment, the encoder
+        change()
+        _shot(session)
+    gateway_ms, host_ms, link_ms, cached = [], [], [], 0
+    for _ in range(ROUNDS):
+        change()  # untimed
+        shot = _shot(session)
+        gateway_ms.append(shot.elapsed_ms)
+        host_ms.append(shot.host_ms)
+        link_ms.append(shot.link_ms)
+        cached += shot.cached
+    return {"gateway": gateway_ms, "host": host_ms, "link": link_ms, "cached": cached}
+
+
+def _floor(desk: XDesktop) -> tuple[list[float], list[float]]:
+    """mss grab, and grab + simplejpeg q85 4:2:0, of the same desktop in this process."""
+    with mss.MSS(display=desk.display) as sct:
+        monitor = sct.monitors[0]
+
+        def grab() -> np.ndarray[Any, Any]:
+            shot = sct.grab(monitor)
+            return np.frombuffer(shot.raw, dtype=np.uint8).reshape(shot.height, shot.width, 4)
+
+        def encode() -> None:
+            simplejpeg.encode_jpeg(grab(), quality=85, colorspace="BGRA", colorsubsampling="420")
+
+        for _ in range(WARM_UP):
+            encode()
+        return _timed(grab, ROUNDS), _timed(encode, ROUNDS)
+
+
+def _scrot(desk: XDesktop) -> list[float]:
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "shot.jpg"
+
+        def scrot_and_read() -> None:
+            subprocess.run(["scrot", "-o", "-q", "85", str(path)], env=desk.env, check=True)
+            path.read_bytes()
+
+        scrot_and_read()
+        return _timed(scrot_and_read, SCROT_ROUNDS)
+
+
+def _timed(action: Callable[[], object], rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        action()
+        samples.append(_ms_since(started))
+    return samples
+
+
+def _observe(session: Session) -> dict[str, list[float]]:
+    """Round trips of observe image=0, and the host's walk time and the targets leg."""
+    for _ in range(WARM_UP):
+        session.get("/observe", image=0)
+    samples: dict[str, list[float]] = {"rtt": [], "walk": [], "leg": [], "targets": []}
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        body = session.get("/observe", image=0).json()
+        samples["rtt"].append(_ms_since(started))
+        samples["walk"].append(float(body["timing"]["host_uia_ms"] or 0))
+        samples["leg"].append(float(body["timing"]["targets_rtt_ms"]))
+        samples["targets"].append(float(len(body["targets"])))
+    return samples
+
+
+def _unchanged_screenshots(session: Session, factory_pid: int) -> tuple[list[float], int]:
+    session.post("/app/kill", {"pid": factory_pid})
+    session.launch("zenity", "--info", "--title=Quiet", "--text=Nothing moves here")
+    wait_until(
+        lambda: any(t["focused"] for t in session.targets()),
+        timeout_s=APP_START_TIMEOUT_S,
+        message="the zenity dialog",
+    )
+    wait_until(lambda: session.get("/dirty").json()["rects"] == [], message="a quiet screen")
+    first = _shot(session).jpeg
+    samples, cached = [], 0
+    for _ in range(WARM_UP + ROUNDS):
+        shot = _shot(session)
+        assert shot.jpeg == first, "the screen changed: the unchanged figure would be wrong"
+        samples.append(shot.elapsed_ms)
+        cached += shot.cached
+    return samples[WARM_UP:], cached - WARM_UP
+
+
+def main() -> None:
+    load_before = os.getloadavg()
+    with XDesktop(1920, 1080) as desk, rigway_up("x11", env=desk.env) as local:
+        headers = {"Authorization": f"Bearer {local['api_key']}"}
+        with httpx2.Client(base_url=local["base_url"], headers=headers, trust_env=False) as client:
+            session = Session(client, local["rig_ids"][0])
+            try:
+                factory_pid = session.launch(FACTORY)
+                changed = _changed_screenshots(session)
+                grab_ms, floor_ms = _floor(desk)
+                scrot_ms = _scrot(desk)
+                observe_ms = _observe(session)
+                unchanged_ms, unchanged_cached = _unchanged_screenshots(session, factory_pid)
+            finally:
+                session.end()
+    load_after = os.getloadavg()
+
+    gateway_ms = changed["gateway"]
+    print("x11 desktop (Xvfb 1920x1080, openbox), JPEG q85 4:2:0, `rigway up --desktop x11`,")
+    print("client over HTTP in its own process")
+    print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (2 cores)")
+    print()
+    print(f"changed screen: {FACTORY}, a check box clicked before each shot (untimed)")
+    print(row("screenshot through the gateway (RTT)", gateway_ms))
+    print(row("  host link round trip, seen by the gateway", changed["link"]))
+    print(row("  agent capture+encode (host_jpeg_ms)", changed["host"]))
+    print(f"  shots served from the cache: {changed['cached']}/{ROUNDS} (expected 0)")
+    print(row("floor: mss grab in this process", grab_ms))
+    print(row("floor: mss grab + simplejpeg q85 here", floor_ms))
+    print(row("scrot -q 85 to a file, then read it", scrot_ms))
+    print(f"  ratio gateway p50 / floor p50:  {p50(gateway_ms) / p50(floor_ms):5.2f}")
+    print(f"  ratio agent p50 / floor p50:    {p50(changed['host']) / p50(floor_ms):5.2f}")
+    print(f"  ratio scrot p50 / gateway p50:  {p50(scrot_ms) / p50(gateway_ms):5.2f}")
+    print()
+    print("unchanged screen: a zenity --info dialog (the factory's spinners never stop, so")
+    print("it was killed first); same params, nothing drawn between shots")
+    print(row("screenshot through the gateway (cached JPEG)", unchanged_ms))
+    print(f"  shots served from the cache: {unchanged_cached}/{ROUNDS} (expected all)")
+    unchanged, speedup = p50(unchanged_ms), p50(scrot_ms) / p50(unchanged_ms)
+    print(
+        f"  p50 {unchanged:.2f} ms (bar <= {UNCHANGED_BAR_MS:.0f} ms): "
+        f"{_verdict(unchanged <= UNCHANGED_BAR_MS)}"
+    )
+    print(
+        f"  scrot+read p50 / unchanged p50: {speedup:.1f}x (bar >= "
+        f"{UNCHANGED_VS_SCROT_BAR:.0f}x): {_verdict(speedup >= UNCHANGED_VS_SCROT_BAR)}"
+    )
+    print()
+    targets = round(p50(observe_ms["targets"]))
+    print(row(f"observe image=0 on {FACTORY} ({targets} targets)", observe_ms["rtt"]))
+    print(row("  targets leg round trip (whole ms)", observe_ms["leg"]))
+    print(row("  host AT-SPI walk (host_uia_ms, whole ms)", observe_ms["walk"]))
+    observe = p50(observe_ms["rtt"])
+    print(
+        f"  p50 {observe:.2f} ms (bar <= {OBSERVE_BAR_MS:.0f} ms): "
+        f"{_verdict(observe <= OBSERVE_BAR_MS)}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""`DesktopTrack`: the desktop as an aiortc video track, encoding only what changed.
+
+aiortc's sender pulls `recv()` in a loop and encodes whatever it returns, so the
+track decides what gets encoded. On every tick (1/fps) it asks its frame source for
+pixels changed since its last frame; none (a damage-capable backend saw no change)
+means no frame: `recv()` keeps waiting and nothing is encoded. The last frame is held
+and re-sent only every `keepalive_s`, so a keyframe request (PLI after a loss) is
+served on a still desktop too; aiortc forces that keyframe at the next encode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import av
+from aiortc import VideoStreamTrack
+from aiortc.mediastreams import VIDEO_CLOCK_RATE, VIDEO_TIME_BASE, MediaStreamError
+
+from rigway.agent.backends.base import Pixels
+
+__all__ = ["DesktopTrack", "FrameSource", "TrackStats", "scaled_size", "to_video_frame"]
+
+
+class FrameSource(Protocol):
+    async def changed_pixels(self) -> Pixels | None:
+        """BGRA pixels when the desktop changed since the previous call (always on the
+        first), else None."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class TrackStats:
+    encoded: int = 0  # frames made from fresh pixels
+    keepalives: int = 0  # held frames sent again
+    idle_ticks: int = 0  # ticks with no change: nothing encoded
+
+
+def scaled_size(width: int, height: int, max_width: int | None) -> tuple[int, int]:
+    """The picture size under the width cap, aspect kept, both even (4:2:0 needs it)."""
+    if max_width is not None and width > max_width:
+        height = max(2, round(height * max_width / width))
+        width = max_width
+    return max(2, width - width % 2), max(2, height - height % 2)
+
+
+def to_video_frame(pixels: Pixels, max_width: int | None) -> av.VideoFrame:
+    """BGRA → I420 (swscale), scaled under the cap: done here, off the encoder."""
+    height, width = pixels.shape[:2]
+    target_w, target_h = scaled_size(width, height, max_width)
+    frame = av.VideoFrame.from_ndarray(pixels, format="bgra")
+    scaled = (target_w, target_h) != (width, height)
+    return frame.reformat(
+        width=target_w,
+        height=target_h,
+        format="yuv420p",
+        interpolation="AREA" if scaled else None,
+    )
+
+
+class DesktopTrack(VideoStreamTrack):
+    def __init__(
+        self,
+        source: FrameSource,
+        *,
+        fps: int,
+        keepalive_s: float,
+        max_width: int | None,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        super().__init__()
+        self._source = source
+        self._interval = 1.0 / fps
+        self._keepalive_s = keepalive_s
+        self._max_width = max_width
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._started_at: float | None = None
+        self._next_tick = 0.0
+        self._sent_at = 0.0
+        self._held: av.VideoFrame | None = None
+        self.stats = TrackStats()
+
+    async def recv(self) -> av.VideoFrame:
+        frame = await self._next_frame()
+        now = self._monotonic()
+        assert self._started_at is not None
+        self._sent_at = now
+        frame.pts = int((now - self._started_at) * VIDEO_CLOCK_RATE)
+        frame.time_base = VIDEO_TIME_BASE
+        return frame
+
+    def stop(self) -> None:
+        super().stop()
+        self._held = None
+
+    async def _next_frame(self) -> av.VideoFrame:
+        while True:
+            if self.readyState != "live":
+                raise MediaStreamError
+            await self._tick()
+            pixels = await self._source.changed_pixels()
+            if pixels is not None:
+                self._held = await asyncio.to_thread(to_video_frame, pixels, self._max_width)
+                self.stats.encoded += 1
+                return self._held
+            if self._held is not None and self._monotonic() - self._sent_at >= self._keepalive_s:
+                self.stats.keepalives += 1
+                return self._held
+            self.stats.idle_ticks += 1
+
+    async def _tick(self) -> None:
+        """Wait for the next frame slot; a late caller gets its slot at once."""
+        now = self._monotonic()
+        if self._started_at is None:
+            self._started_at = now
+            self._next_tick = now
+        delay = self._next_tick - now
+        if delay > 0:
+            await self._sleep(delay)
+        self._next_tick = max(self._next_tick + self._interval, self._monotonic())

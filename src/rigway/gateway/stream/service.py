@@ -1,0 +1,187 @@
+"""`StreamService`: viewer credentials, admission of signaling sockets, and the live
+viewers of each session (so a session end can say `bye` to every one of them).
+
+Admission and registration happen in one synchronous step (no await between the
+liveness check and the registration), so a viewer can never slip in after its
+session's end listener ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from rigway.gateway.clock import Clock
+from rigway.gateway.hostlink.registry import HostRegistry
+from rigway.gateway.sessions.live import LiveSession, LiveSessions
+from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.stream.tokens import IssuedToken, TokenRejectedError, ViewerTokens
+from rigway.protocol import ops
+
+__all__ = [
+    "CLOSE_CODES",
+    "MAX_VIEWERS_PER_SESSION",
+    "Refused",
+    "StreamCredentialsOut",
+    "StreamService",
+    "ViewerHandle",
+]
+
+logger = logging.getLogger(__name__)
+
+# The agent bounds its own viewers too (one encoder each); this keeps one session
+# from taking all of them.
+MAX_VIEWERS_PER_SESSION = 4
+# WebSocket close codes of the signaling socket, by reason (docs/stream.md).
+CLOSE_CODES: dict[str, int] = {
+    "invalid_token": 4401,
+    "token_expired": 4401,
+    "token_used": 4403,
+    "token_session_mismatch": 4403,
+    "session_ended": 4410,
+    "too_many_viewers": 4429,
+    "bad_message": 4400,
+    "host_error": 4502,
+    "rig_offline": 4503,
+    "host_timeout": 4504,
+}
+
+
+class Refused(Exception):
+    """A signaling socket the gateway will not serve: close with `code` and `reason`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = CLOSE_CODES[reason]
+
+
+class StreamCredentialsOut(BaseModel):
+    signaling_url: str
+    viewer_token: str
+    rig_id: str
+    session_id: str
+    connect_url: str
+    # The gateway's own viewer page for this token (open it in a browser).
+    viewer_url: str
+    expires_at: datetime
+    ice_servers: list[ops.IceServer]
+
+
+class ViewerHandle(Protocol):
+    """What the service needs of a live signaling channel."""
+
+    session_id: str
+    viewer_id: str
+
+    async def end(self, reason: str) -> None:
+        """Say `bye` and close the socket (bounded in time)."""
+        ...
+
+
+class StreamService:
+    def __init__(
+        self,
+        live: LiveSessions,
+        registry: HostRegistry,
+        settings: GatewaySettings,
+        clock: Clock,
+        tokens: ViewerTokens | None = None,
+    ) -> None:
+        self._live = live
+        self.registry = registry
+        self.settings = settings
+        self.tokens = tokens if tokens is not None else ViewerTokens(clock.now)
+        self._viewers: dict[str, dict[str, ViewerHandle]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # ---- credentials -----------------------------------------------------------------
+
+    def issue(self, live: LiveSession) -> IssuedToken:
+        return self.tokens.issue(live.id, live.rig_id)
+
+    def credentials(self, live: LiveSession, http_base: str) -> StreamCredentialsOut:
+        """`http_base`: the gateway's public http(s) base URL, without a trailing /."""
+        issued = self.issue(live)
+        signaling_url = signaling_url_for(http_base)
+        return StreamCredentialsOut(
+            signaling_url=signaling_url,
+            viewer_token=issued.token,
+            rig_id=live.rig_id,
+            session_id=live.id,
+            connect_url=f"{signaling_url}?token={issued.token}",
+            viewer_url=f"{http_base}/v1/stream/view?token={issued.token}",
+            expires_at=issued.claims.expires_at,
+            ice_servers=list(self.settings.stream_ice_servers),
+        )
+
+    # ---- admission -------------------------------------------------------------------
+
+    def admit(self, token: str | None, session_hint: str | None) -> LiveSession:
+        """Consume the token and return its live session, or raise `Refused`.
+
+        Synchronous on purpose: the caller registers the viewer right after, with no
+        await in between (see the module docstring)."""
+        if not token:
+            raise Refused("invalid_token")
+        try:
+            claims = self.tokens.consume(token)
+        except TokenRejectedError as exc:
+            raise Refused(exc.reason) from exc
+        if session_hint is not None and session_hint != claims.session_id:
+            raise Refused("token_session_mismatch")
+        live = self._live.get(claims.session_id)
+        if live is None or live.rig_id != claims.rig_id:
+            raise Refused("session_ended")
+        if len(self._viewers.get(live.id, {})) >= MAX_VIEWERS_PER_SESSION:
+            raise Refused("too_many_viewers")
+        return live
+
+    def register(self, viewer: ViewerHandle) -> None:
+        self._viewers.setdefault(viewer.session_id, {})[viewer.viewer_id] = viewer
+
+    def unregister(self, viewer: ViewerHandle) -> None:
+        viewers = self._viewers.get(viewer.session_id, {})
+        if viewers.get(viewer.viewer_id) is viewer:
+            del viewers[viewer.viewer_id]
+        if not viewers:
+            self._viewers.pop(viewer.session_id, None)
+
+    def viewer_count(self, session_id: str) -> int:
+        return len(self._viewers.get(session_id, {}))
+
+    # ---- ends ------------------------------------------------------------------------
+
+    async def on_session_ended(self, session_id: str) -> None:
+        """A `SessionService.on_session_ended` listener: `bye` to every viewer. In the
+        background, so ending a session never waits on a slow viewer's socket."""
+        for viewer in self._viewers.pop(session_id, {}).values():
+            self._spawn(viewer.end("session_ended"))
+
+    async def close_all(self) -> None:
+        """Gateway shutdown: close every viewer, wait for the goodbyes in flight."""
+        for viewers in list(self._viewers.values()):
+            for viewer in list(viewers.values()):
+                self._spawn(viewer.end("gateway_stopping"))
+        self._viewers.clear()
+        while self._tasks:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*self._tasks)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def signaling_url_for(http_base: str) -> str:
+    """`https://gw.example` → `wss://gw.example/v1/stream/signal`."""
+    scheme, sep, rest = http_base.partition("://")
+    ws_scheme = {"https": "wss", "http": "ws"}.get(scheme.lower(), scheme)
+    return f"{ws_scheme}{sep}{rest}/v1/stream/signal"

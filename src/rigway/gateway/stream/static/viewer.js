@@ -1,0 +1,125 @@
+// Rigway live view: one RTCPeerConnection that receives the rig's H.264 video.
+// Signaling: the gateway's WebSocket with this page's one-time token (docs/stream.md).
+// window.rigwayViewer exposes the state for people and tests alike.
+"use strict";
+
+(() => {
+  const root = document.getElementById("viewer");
+  const config = JSON.parse(root.dataset.config);
+  const token = new URLSearchParams(location.search).get("token") || "";
+  const video = document.getElementById("video");
+  const stateEl = document.getElementById("state");
+  const fpsEl = document.getElementById("fps");
+  const sizeEl = document.getElementById("size");
+  const status = {
+    state: "connecting", ended: false, reason: null, encoder: null, codec: null,
+    fps: 0, framesDecoded: 0, width: 0, height: 0,
+  };
+  window.rigwayViewer = status;
+
+  function show(text, kind) {
+    status.state = text;
+    stateEl.textContent = text;
+    stateEl.className = kind || "";
+  }
+
+  const pc = new RTCPeerConnection({ iceServers: config.ice_servers });
+  const transceiver = pc.addTransceiver("video", { direction: "recvonly" });
+  // H.264 first: the agent encodes H.264 (hardware where it can) and answers with the
+  // first codec of the offer it knows.
+  const capabilities = RTCRtpReceiver.getCapabilities("video");
+  if (capabilities && transceiver.setCodecPreferences) {
+    const isH264 = (c) => c.mimeType.toLowerCase() === "video/h264";
+    transceiver.setCodecPreferences([
+      ...capabilities.codecs.filter(isH264),
+      ...capabilities.codecs.filter((c) => !isH264(c)),
+    ]);
+  }
+  pc.ontrack = (event) => {
+    video.srcObject = event.streams[0] || new MediaStream([event.track]);
+  };
+  pc.onconnectionstatechange = () => {
+    if (status.ended) return;
+    const s = pc.connectionState;
+    show(s, s === "connected" ? "connected" : s === "failed" ? "failed" : "");
+  };
+
+  const query = new URLSearchParams({ token, session_id: config.session_id });
+  const ws = new WebSocket(`${config.signaling_url}?${query}`);
+  const early = [];
+  let offered = false;
+  const send = (message) => {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  };
+
+  pc.onicecandidate = (event) => {
+    const c = event.candidate;
+    const message = {
+      type: "candidate",
+      candidate: c ? c.candidate : null,
+      sdpMid: c ? c.sdpMid : null,
+      sdpMLineIndex: c ? c.sdpMLineIndex : null,
+    };
+    if (offered) send(message); else early.push(message);
+  };
+
+  ws.onopen = async () => {
+    show("negotiating");
+    await pc.setLocalDescription(await pc.createOffer());
+    send({ type: "offer", sdp: pc.localDescription.sdp });
+    offered = true;
+    early.splice(0).forEach(send);
+  };
+
+  ws.onmessage = async (event) => {
+    const message = JSON.parse(event.data);
+    if (message.type === "answer") {
+      status.encoder = message.encoder;
+      await pc.setRemoteDescription({ type: "answer", sdp: message.sdp });
+    } else if (message.type === "bye") {
+      end(`session ended (${message.reason || "bye"})`);
+    } else if (message.type === "error") {
+      show(`error: ${message.error}`, "failed");
+    }
+  };
+
+  ws.onclose = (event) => {
+    if (status.ended) return;
+    if (event.code >= 4000 || !offered) {
+      end(`refused: ${event.reason || event.code}`);
+    } else {
+      // The media flows peer to peer: it may outlive the signaling socket.
+      show(`${pc.connectionState} (signaling closed)`, "");
+    }
+  };
+
+  function end(reason) {
+    status.ended = true;
+    status.reason = reason;
+    pc.close();
+    show(reason, "ended");
+  }
+
+  let last = { at: performance.now(), frames: 0 };
+  setInterval(async () => {
+    if (status.ended) return;
+    const stats = await pc.getStats();
+    let inbound = null;
+    const codecs = {};
+    stats.forEach((r) => {
+      if (r.type === "inbound-rtp" && r.kind === "video") inbound = r;
+      if (r.type === "codec") codecs[r.id] = r;
+    });
+    if (!inbound) return;
+    const now = performance.now();
+    const frames = inbound.framesDecoded || 0;
+    status.fps = Math.round(((frames - last.frames) * 10000) / (now - last.at)) / 10;
+    status.framesDecoded = frames;
+    status.codec = codecs[inbound.codecId] ? codecs[inbound.codecId].mimeType : null;
+    status.width = video.videoWidth;
+    status.height = video.videoHeight;
+    last = { at: now, frames };
+    fpsEl.textContent = `${status.fps} fps`;
+    sizeEl.textContent = status.width ? `${status.width}×${status.height} ${status.codec || ""}` : "";
+  }, 1000);
+})();

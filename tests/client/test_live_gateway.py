@@ -1,0 +1,123 @@
+"""The SDK against a live gateway and a sim rig on real sockets.
+
+The stack runs in the test's event loop, so the sync client runs in a thread
+(`asyncio.to_thread`) while the loop keeps serving it; the async client runs directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rigway.client import (
+    AsyncRigway,
+    AuthenticationError,
+    NotFoundError,
+    SessionEndedError,
+)
+from tests.e2e.harness import Stack
+from tests.support.live import active_session_ids, live_stack
+
+SDK_DOC = Path(__file__).resolve().parents[2] / "docs" / "sdk.md"
+
+
+@pytest.fixture
+async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
+    async with live_stack(tmp_path, database_url) as running:
+        yield running
+
+
+def quickstart_code() -> str:
+    """The first Python block under "## Quickstart" in docs/sdk.md, as written."""
+    text = SDK_DOC.read_text()
+    section = text[text.index("## Quickstart") :]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match is not None, "docs/sdk.md has no python block under ## Quickstart"
+    return match.group(1)
+
+
+def test_quickstart_is_at_most_five_lines_of_sdk_code() -> None:
+    lines = [line for line in quickstart_code().splitlines() if line.strip()]
+    code_lines = [line for line in lines if not line.startswith(("from ", "import "))]
+    assert len(code_lines) <= 5, code_lines
+
+
+async def test_quickstart_from_the_docs_drives_the_sim_rig(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RIGWAY_API_KEY", stack.api_key)
+    monkeypatch.setenv("RIGWAY_BASE_URL", stack.base_url)
+    namespace: dict[str, Any] = {"RIG_ID": stack.rig_ids[0]}
+    code = compile(quickstart_code(), str(SDK_DOC), "exec")
+
+    await asyncio.to_thread(exec, code, namespace)
+
+    assert stack.sim().field_text("username") == "ada"
+    assert stack.sim().checkbox_checked is True
+    ended = namespace["session"].info
+    assert (ended.status, ended.ended_reason) == ("ended", "client")
+    assert await active_session_ids(stack) == []
+
+
+async def test_async_client_clicks_targets_by_name_and_types(stack: Stack) -> None:
+    async with (
+        AsyncRigway(api_key=stack.api_key, base_url=stack.base_url) as rigway,
+        rigway.sessions.create(rig_id=stack.rig_ids[0]) as session,
+    ):
+        screen = await session.observe(max_width=960)
+        await session.click(target=screen.find_target("Username"))
+        await session.type_text("grace ✓")
+        await session.click(target=screen.find_target("Remember me"))
+
+    assert (screen.width, screen.height) == (960, 540)
+
+    assert stack.sim().field_text("username") == "grace ✓"
+    assert stack.sim().checkbox_checked is True
+    assert session.info.ended_reason == "client"
+
+
+async def test_scaled_screenshot_pixels_map_back_to_native_clicks(stack: Stack) -> None:
+    async with (
+        AsyncRigway(api_key=stack.api_key, base_url=stack.base_url) as rigway,
+        rigway.sessions.create(rig_id=stack.rig_ids[0]) as session,
+    ):
+        remember = (await session.targets()).find_target("Remember me")
+        assert remember is not None
+        shot = await session.screenshot(max_width=480)
+        image_x, image_y = shot.from_native(*remember.center)
+
+        await session.click(*shot.to_native(image_x, image_y))
+
+    assert (shot.width, shot.height) == (480, 270)
+    assert stack.sim().checkbox_checked is True
+
+
+async def test_live_errors_carry_code_status_and_request_id(stack: Stack) -> None:
+    async with AsyncRigway(api_key="rgw_live_sk_" + "0" * 48, base_url=stack.base_url) as bad:
+        with pytest.raises(AuthenticationError) as auth:
+            await bad.rigs.list()
+    async with AsyncRigway(api_key=stack.api_key, base_url=stack.base_url) as rigway:
+        with pytest.raises(NotFoundError) as missing:
+            await rigway.sessions.get("ses_does_not_exist")
+
+    assert (auth.value.status, auth.value.code) == (401, "invalid_api_key")
+    assert (missing.value.status, missing.value.code) == (404, "session_not_found")
+    for error in (auth.value, missing.value):
+        assert error.request_id is not None
+        assert error.request_id in str(error)
+
+
+async def test_ended_session_refuses_input_with_session_ended(stack: Stack) -> None:
+    async with AsyncRigway(api_key=stack.api_key, base_url=stack.base_url) as rigway:
+        session = await rigway.sessions.create(rig_id=stack.rig_ids[0])
+        await session.end()
+        with pytest.raises(SessionEndedError) as ended:
+            await session.type_text("too late")
+
+    assert (ended.value.status, ended.value.code) == (410, "session_ended")
+    assert stack.sim().field_text("username") == ""

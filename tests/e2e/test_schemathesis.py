@@ -1,0 +1,186 @@
+"""Schemathesis over every operation of the gateway's own OpenAPI schema, sent over real
+HTTP to the running stack, with live sim rigs behind it.
+
+`{session_id}` is an active session (so screenshots, input and apps really run) and
+`{rig_id}` a real rig. The two operations that end a session get a session of their own
+and run last, so the rest is not all 410. Every response must be no 5xx, a declared
+status, a declared content type and a body that fits its declared schema.
+
+Schemathesis sends with `requests` (blocking), so the run goes to a worker thread while
+the event loop serves the gateway and the agents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hypothesis
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given
+from schemathesis import Case, GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.e2e.harness import Stack, running_stack
+
+EXAMPLES_PER_OPERATION = 25
+# The operations that end their session: they get session B and run after the others.
+ENDING = {"DELETE /v1/sessions/{session_id}", "POST /v1/sessions/{session_id}/end"}
+RESPONSE_CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+# Schema-invalid data must be refused with a 4xx.
+NEGATIVE_CHECKS = [*RESPONSE_CHECKS, negative_data_rejection]
+# Keeps a generated batch fast: up to 100 events of up to 5 s each is allowed, and slow.
+MAX_FUZZ_DELAY_MS = 5
+
+
+def _stable_bit(value: object) -> bool:
+    return hashlib.sha256(repr(value).encode()).digest()[0] % 2 == 0
+
+
+def _tame(case: Case, free_rig: str) -> None:
+    """Keep generated cases safe and quick without changing what they test:
+    - no arbitrary program runs on this machine: a launch path becomes `true` or a path
+      that cannot exist (still a valid string, so a positive case stays positive);
+    - input delays are capped (the batch still runs every event);
+    - about half of the session creations name a free real rig, so 201 and 409 are
+      reached, not only 404."""
+    body = case.body
+    label = case.operation.label
+    if not isinstance(body, dict):
+        return
+    if label == "POST /v1/sessions/{session_id}/app/launch" and isinstance(body.get("path"), str):
+        body["path"] = "true" if _stable_bit(body["path"]) else "/nonexistent/rigway-fuzz"
+    elif label == "POST /v1/sessions/{session_id}/input" and isinstance(body.get("events"), list):
+        for event in body["events"]:
+            delay = event.get("delay_ms") if isinstance(event, dict) else None
+            if type(delay) is int and delay > MAX_FUZZ_DELAY_MS:
+                event["delay_ms"] = MAX_FUZZ_DELAY_MS
+    elif label == "POST /v1/sessions" and isinstance(body.get("rig_id"), str):
+        if _stable_bit(body["rig_id"]):
+            body["rig_id"] = free_rig
+
+
+def _fuzz(
+    schema: Any,
+    base_url: str,
+    api_key: str,
+    ids: dict[str, dict[str, str]],
+    free_rig: str,
+) -> tuple[list[str], dict[str, int]]:
+    """Run every operation (ending ones last); the failures and calls per operation."""
+    failures: list[str] = []
+    calls: dict[str, int] = {}
+    http = requests.Session()
+    headers = {"Authorization": f"Bearer {api_key}"}
+    operations = [result.ok() for result in schema.get_all_operations()]
+    operations.sort(key=lambda operation: operation.label in ENDING)
+    for operation in operations:
+        path_parameters = {
+            name: value
+            for name, value in ids["ending" if operation.label in ENDING else "main"].items()
+            if name in operation.path_parameters
+        }
+        for mode, checks in (
+            (GenerationMode.POSITIVE, RESPONSE_CHECKS),
+            (GenerationMode.NEGATIVE, NEGATIVE_CHECKS),
+        ):
+            strategy = operation.as_strategy(
+                generation_mode=mode, path_parameters=path_parameters
+            )
+            test = _operation_test(
+                strategy, checks, base_url, headers, http, free_rig, failures, calls
+            )
+            try:
+                test()
+            except hypothesis.errors.Unsatisfiable:
+                # Nothing to make invalid (no parameters beyond the fixed path ids).
+                assert mode is GenerationMode.NEGATIVE, operation.label
+    http.close()
+    return failures, calls
+
+
+def _operation_test(
+    strategy: Any,
+    checks: list[Any],
+    base_url: str,
+    headers: dict[str, str],
+    http: requests.Session,
+    free_rig: str,
+    failures: list[str],
+    calls: dict[str, int],
+) -> Callable[[], None]:
+    @hypothesis.settings(
+        max_examples=EXAMPLES_PER_OPERATION,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=strategy)
+    def run(case: Case) -> None:
+        _tame(case, free_rig)
+        label = case.operation.label
+        calls[label] = calls.get(label, 0) + 1
+        try:
+            case.call_and_validate(
+                base_url=base_url, session=http, headers=headers, checks=checks, timeout=30
+            )
+        except Exception as exc:
+            if sum(label in failure for failure in failures) < 3:
+                failures.append(f"{label}: {exc}\n  {case.as_curl_command(headers=headers)}")
+
+    return run
+
+
+async def test_schemathesis_every_operation_conforms_to_schema(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with running_stack(
+        tmp_path / "state",
+        database_url,
+        rigs=3,
+        reaper_interval_s=3600,
+        request_rate_limit="1000000/minute",
+        input_event_rate_limit="10000000/minute",
+        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+    ) as stack:
+        main = await stack.start_session(0)
+        ending = await stack.start_session(1)
+        raw_schema = (await stack.client.get("/openapi.json")).json()
+        schema = schemathesis.openapi.from_dict(raw_schema)
+        ids = {
+            "main": {"session_id": main, "rig_id": stack.rig_ids[0]},
+            "ending": {"session_id": ending, "rig_id": stack.rig_ids[1]},
+        }
+        failures, calls = await asyncio.to_thread(
+            _fuzz, schema, stack.base_url, stack.api_key, ids, stack.rig_ids[2]
+        )
+        await _assert_sessions_survived(stack, main, ending)
+    assert not failures, "\n\n".join(failures)
+    assert set(calls) == {f"{m.upper()} {p}" for p, i in raw_schema["paths"].items() for m in i}
+
+
+async def _assert_sessions_survived(stack: Stack, main: str, ending: str) -> None:
+    """The fuzzing ran against live sessions, not 410s: main is still active and the
+    ending operations ended their own session."""
+    main_session = (await stack.client.get(f"/v1/sessions/{main}")).json()
+    assert main_session["status"] == "active", main_session
+    assert main_session["action_count"] > 0, main_session
+    ended = (await stack.client.get(f"/v1/sessions/{ending}")).json()
+    assert ended["status"] == "ended", ended
