@@ -380,3 +380,17 @@ async def test_other_accounts_ids_are_404_on_every_console_endpoint(
     assert listings == [[], [], []]
     still = await owner_stack.client.get(f"/v1/sessions/{session_id}")
     assert still.json()["status"] == "active"
+
+
+async def test_password_guessing_is_rate_limited_per_email(owner_stack: Stack) -> None:
+    identity = owner_stack.services.identity
+    assert identity is not None
+    await identity.create_user(owner_stack.account_id, "owner@example.com", "correct horse")
+    statuses = []
+    for _ in range(11):
+        attempt = await owner_stack.client.post(
+            "/v1/console/sign-in", json={"email": "owner@example.com", "password": "guess"}
+        )
+        statuses.append(attempt.status_code)
+    assert statuses == [401] * 10 + [429]
+    assert "Retry-After" in attempt.headers

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rigway.agent.backends.base import Pixels
-from rigway.agent.backends.sim import SimDesktop
+from rigway.agent.backends.sim import DESKTOP_BGRA, SimDesktop
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import encoders
 from rigway.agent.stream.encoders import EncoderTuning, choose_h264_encoder
@@ -24,7 +24,7 @@ from rigway.agent.stream.sdp import (
     keep_loopback_candidates,
     prefer_h264,
 )
-from rigway.agent.stream.track import DesktopTrack, scaled_size
+from rigway.agent.stream.track import DesktopTrack, scaled_size, to_video_frame
 
 # ---- which encoder ----------------------------------------------------------------------
 
@@ -154,6 +154,22 @@ def test_the_picture_size_under_a_cap(
     size: tuple[int, int], cap: int | None, scaled: tuple[int, int]
 ) -> None:
     assert scaled_size(*size, cap) == scaled
+
+
+@pytest.mark.parametrize(
+    ("size", "cap", "out"),
+    [((1080, 1920), None, (1920, 1080)), ((1080, 1920), 1280, (1280, 720)),
+     ((767, 1365), None, (1364, 766))],
+)  # fmt: skip
+def test_frames_are_i420_of_the_capped_size_and_true_colour(
+    size: tuple[int, int], cap: int | None, out: tuple[int, int]
+) -> None:
+    pixels = np.empty((*size, 4), np.uint8)
+    pixels[:] = DESKTOP_BGRA
+    frame = to_video_frame(pixels, cap)
+    assert (frame.width, frame.height, frame.format.name) == (*out, "yuv420p")
+    rgb = frame.to_ndarray(format="rgb24")[out[1] // 2, out[0] // 2].astype(int)
+    assert np.abs(rgb - np.array(DESKTOP_BGRA[2::-1])).max() <= 4
 
 
 # ---- the track: only changes are encoded -------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 from rigway.agent.backends.sim import DESKTOP_BGRA, SimDesktop
+from rigway.agent.stream.encoders import HARDWARE_H264
 from tests.e2e.harness import Stack
 from tests.stream.stamp import StampedDesktop
 
@@ -110,17 +111,15 @@ async def test_chromium_plays_the_stream_at_native_size(
 
         fps = await page.evaluate(MEASURE_FPS)
         assert fps >= MIN_FPS, f"{fps:.1f} fps"
-        print(f"DEBUG fps={fps}")
 
         pixel = await page.evaluate(PIXEL_AT, list(BACKGROUND_PIXEL))
         expected = DESKTOP_BGRA[2::-1]  # BGR(A) → RGB
         assert max(abs(a - b) for a, b in zip(pixel[:3], expected, strict=True)) <= (
             COLOUR_TOLERANCE
         ), pixel
-        print("DEBUG pixel", pixel)
         state = await _viewer_state(page)
         assert state["codec"] == "video/H264"
-        assert state["encoder"] == "libx264"
+        assert state["encoder"] in ("libx264", *HARDWARE_H264)
 
         # The session ends: the page hears bye and closes its connection.
         assert (await stream_stack.client.delete(f"/v1/sessions/{session_id}")).status_code == 200

@@ -74,7 +74,10 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         pairing_code_ttl_s=settings.pairing_code_ttl_s,
     )
     api_keys = ApiKeyAuthenticator(db, clock)
-    identity, console_tokens = _console_auth(settings, clock, db)
+    rate_limits = RateLimits(
+        settings.request_rate_limit, settings.input_event_rate_limit, settings.redis_url
+    )
+    identity, console_tokens = _console_auth(settings, clock, db, rate_limits)
     box = SecretBox.from_file(settings.secret_key_file or settings.state_dir / "secret.key")
     resolver = SystemResolver()
     dispatcher = WebhookDispatcher(
@@ -98,9 +101,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         api_keys=api_keys,
         keys=KeyService(db, clock, api_keys),
         accounts=AccountService(db, clock),
-        rate_limits=RateLimits(
-            settings.request_rate_limit, settings.input_event_rate_limit, settings.redis_url
-        ),
+        rate_limits=rate_limits,
         rigs=rigs,
         sessions=sessions,
         timers=SessionTimers(sessions, settings),
@@ -128,7 +129,10 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
 
 
 def _console_auth(
-    settings: GatewaySettings, clock: Clock, db: async_sessionmaker[DbSession]
+    settings: GatewaySettings,
+    clock: Clock,
+    db: async_sessionmaker[DbSession],
+    rate_limits: RateLimits,
 ) -> tuple[IdentityProvider | None, ConsoleTokenVerifier]:
     """The embedded identity provider, or an external one named by its JWKS URL."""
     issuer = settings.resolved_console_issuer()
@@ -142,6 +146,7 @@ def _console_auth(
             issuer=issuer,
             audience=settings.console_audience,
             token_ttl_s=settings.console_token_ttl_s,
+            rate_limits=rate_limits,
         )
         source = StaticJwksSource(identity.jwks())
     else:

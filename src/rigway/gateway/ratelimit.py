@@ -17,17 +17,28 @@ from rigway.gateway.errors import RateLimited
 
 
 class RateLimits:
-    def __init__(self, request_limit: str, input_event_limit: str, redis_url: str | None) -> None:
+    def __init__(
+        self,
+        request_limit: str,
+        input_event_limit: str,
+        redis_url: str | None,
+        sign_in_limit: str = "10/minute",
+    ) -> None:
         self._storage = _storage(redis_url)
         self._limiter = MovingWindowRateLimiter(self._storage)
         self._requests = parse(request_limit)
         self._input_events = parse(input_event_limit)
+        self._sign_ins = parse(sign_in_limit)
 
     async def hit_request(self, key_id: str) -> None:
         await self._hit(self._requests, key_id, 1, "request")
 
     async def hit_input_events(self, key_id: str, count: int) -> None:
         await self._hit(self._input_events, key_id, count, "input event")
+
+    async def hit_sign_in(self, email: str) -> None:
+        """Password guesses per account email: argon2's cost alone is not a limit."""
+        await self._hit(self._sign_ins, f"sign-in:{email.strip().lower()}", 1, "sign-in")
 
     async def _hit(self, item: RateLimitItem, key_id: str, cost: int, what: str) -> None:
         if await self._limiter.hit(item, "key", key_id, cost=cost):

@@ -14,9 +14,11 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import av
+import cv2
+import numpy as np
 from aiortc import VideoStreamTrack
 from aiortc.mediastreams import VIDEO_CLOCK_RATE, VIDEO_TIME_BASE, MediaStreamError
 
@@ -50,17 +52,20 @@ def scaled_size(width: int, height: int, max_width: int | None) -> tuple[int, in
 
 
 def to_video_frame(pixels: Pixels, max_width: int | None) -> av.VideoFrame:
-    """BGRA → I420 (swscale), scaled under the cap: done here, off the encoder."""
+    """BGRA → I420 (BT.601, limited range, as swscale would), under the width cap.
+
+    OpenCV's SIMD converter: ~1 ms at 1080p where swscale takes 6-26 ms here."""
     height, width = pixels.shape[:2]
     target_w, target_h = scaled_size(width, height, max_width)
-    frame = av.VideoFrame.from_ndarray(pixels, format="bgra")
-    scaled = (target_w, target_h) != (width, height)
-    return frame.reformat(
-        width=target_w,
-        height=target_h,
-        format="yuv420p",
-        interpolation="AREA" if scaled else None,
-    )
+    if target_w < width - 1 or target_h < height - 1:
+        pixels = cast(
+            Pixels, cv2.resize(pixels, (target_w, target_h), interpolation=cv2.INTER_AREA)
+        )
+    elif (target_w, target_h) != (width, height):
+        # An odd size: drop the last column or row rather than resample everything.
+        pixels = np.ascontiguousarray(pixels[:target_h, :target_w])
+    i420 = cast(Pixels, cv2.cvtColor(pixels, cv2.COLOR_BGRA2YUV_I420))
+    return av.VideoFrame.from_ndarray(i420, format="yuv420p")
 
 
 class DesktopTrack(VideoStreamTrack):

@@ -111,6 +111,8 @@ async def rig_screenshot(request: Request, rig_id: str, user: SignedInUser) -> R
     live = services.sessions.live.for_rig(rig.id)
     if live is None or live.account_id != user.account_id:
         raise NotFound("the rig has no live session", code="session_not_found")
-    shot = await services.desktop.screenshot(live, ScreenParams(max_width=SCREENSHOT_MAX_WIDTH))
+    shot = await services.desktop.screenshot(
+        live, ScreenParams(max_width=SCREENSHOT_MAX_WIDTH), counts_as_activity=False
+    )
     # no-store: a screen is live data and may show anything; never keep it in a cache.
     return Response(shot.jpeg, media_type="image/jpeg", headers={"Cache-Control": "no-store"})

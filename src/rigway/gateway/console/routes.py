@@ -32,7 +32,7 @@ from rigway.gateway.console.rendering import (
     render,
 )
 from rigway.gateway.console.session import SESSION_COOKIE, SignInRequired, require_signed_in
-from rigway.gateway.errors import InvalidConsoleToken
+from rigway.gateway.errors import InvalidConsoleToken, RateLimited
 from rigway.gateway.services import services_of
 
 __all__ = ["router"]
@@ -72,6 +72,9 @@ async def sign_in(
     except InvalidConsoleToken:
         # One message for an unknown email and a wrong password.
         return _sign_in_form(request, email=email, error="Wrong email or password.", status=401)
+    except RateLimited:
+        error = "Too many sign-in attempts for this email; wait a minute and try again."
+        return _sign_in_form(request, email=email, error=error, status=429)
     response = redirect("/console/rigs")
     SESSION_COOKIE.set(response, request, token, services.settings.console_token_ttl_s)
     PRE_SESSION_COOKIE.clear(response, request)

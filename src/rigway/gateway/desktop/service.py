@@ -101,8 +101,15 @@ class DesktopService:
             )
 
     async def screenshot(
-        self, live: LiveSession, params: ScreenParams, *, mark: bool = False
+        self,
+        live: LiveSession,
+        params: ScreenParams,
+        *,
+        mark: bool = False,
+        counts_as_activity: bool = True,
     ) -> Screenshot:
+        """`counts_as_activity=False` for the owner's console peek: only the API
+        caller's own screenshots, observes and input keep a session alive."""
         self.check_region(live, params.region)
         body = ops.ScreenCapture(
             session_id=live.id,
@@ -116,7 +123,8 @@ class DesktopService:
             live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"
         )
         link_ms = (time.perf_counter() - started) * 1000
-        self._sessions.record_activity(live)
+        if counts_as_activity:
+            self._sessions.record_activity(live)
         return Screenshot(reply.payload, ops.ScreenCaptured.model_validate(reply.body), link_ms)
 
     async def dirty(self, live: LiveSession) -> DirtyOut:

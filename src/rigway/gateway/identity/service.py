@@ -20,6 +20,7 @@ from rigway.gateway.identity.keys import SigningKey, jwks
 from rigway.gateway.identity.passwords import Passwords
 from rigway.gateway.identity.tokens import issue_console_token
 from rigway.gateway.ids import new_id
+from rigway.gateway.ratelimit import RateLimits
 
 
 class IdentityProvider:
@@ -32,7 +33,9 @@ class IdentityProvider:
         issuer: str,
         audience: str,
         token_ttl_s: int,
+        rate_limits: RateLimits,
     ) -> None:
+        self._rate_limits = rate_limits
         self._sessions = sessions
         self._clock = clock
         self._key = key
@@ -67,7 +70,9 @@ class IdentityProvider:
 
     async def sign_in(self, email: str, password: str) -> str:
         """A console token for a correct email and password; the same refusal (and the
-        same argon2 cost) for an unknown email and a wrong password."""
+        same argon2 cost) for an unknown email and a wrong password; 429 past the
+        per-email attempt quota."""
+        await self._rate_limits.hit_sign_in(email)
         async with self._sessions() as db:
             user = await db.scalar(select(User).where(User.email == email.strip().lower()))
         stored = user.password_hash if user is not None else None

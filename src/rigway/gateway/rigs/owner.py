@@ -12,8 +12,8 @@ from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.rigs.schemas import RigOut, WakeOut
 from rigway.gateway.rigs.service import RigService
 from rigway.gateway.sessions.service import SessionService
-from rigway.wol import parse_host_port, parse_mac, send_magic_packet
 from rigway.protocol import ops
+from rigway.wol import parse_host_port, parse_mac, send_magic_packet
 
 logger = logging.getLogger(__name__)
 UNPAIRED_CLOSE_CODE = 4401
