@@ -19,12 +19,13 @@ up: setup
 	.venv/bin/rigway up
 
 lint: setup
-	.venv/bin/ruff check src tests bench
-	.venv/bin/ruff format --check src tests bench
+	.venv/bin/ruff check src tests bench examples
+	.venv/bin/ruff format --check src tests bench examples
 	.venv/bin/lint-imports
 
 typecheck: setup
 	.venv/bin/mypy
+	.venv/bin/mypy examples
 
 unit: setup
 	.venv/bin/pytest -q

@@ -122,8 +122,8 @@ async def test_sessions_start_without_rig_picks_the_only_available_rig(
 
 
 async def test_screenshot_writes_a_scaled_jpeg(cli: Cli, stack: Stack, tmp_path: Path) -> None:
-    await start_session(cli, stack)
-    shot = await cli("screenshot", "-o", "shot.jpg", "--max-width", "640", "--json")
+    session = await stack.start_session()
+    shot = await cli("screenshot", "-s", session, "-o", "shot.jpg", "--max-width", "640", "--json")
 
     assert shot.exit_code == 0, shot.stderr
     facts = shot.json()
@@ -133,8 +133,10 @@ async def test_screenshot_writes_a_scaled_jpeg(cli: Cli, stack: Stack, tmp_path:
 
 
 async def test_screenshot_region_is_cropped(cli: Cli, stack: Stack, tmp_path: Path) -> None:
-    await start_session(cli, stack)
-    shot = await cli("screenshot", "-o", "part.jpg", "--region", "10,20,300,200", "--json")
+    session = await stack.start_session()
+    shot = await cli(
+        "screenshot", "-s", session, "-o", "part.jpg", "--region", "10,20,300,200", "--json"
+    )
 
     assert shot.exit_code == 0, shot.stderr
     assert (shot.json()["width"], shot.json()["height"]) == (300, 200)
@@ -142,8 +144,8 @@ async def test_screenshot_region_is_cropped(cli: Cli, stack: Stack, tmp_path: Pa
 
 
 async def test_observe_json_parses_with_targets_and_text(cli: Cli, stack: Stack) -> None:
-    await start_session(cli, stack)
-    observed = await cli("observe", "--json", "--no-image")
+    session = await stack.start_session()
+    observed = await cli("observe", "-s", session, "--json", "--no-image")
 
     assert observed.exit_code == 0, observed.stderr
     result = observed.json()
@@ -154,8 +156,8 @@ async def test_observe_json_parses_with_targets_and_text(cli: Cli, stack: Stack)
 
 
 async def test_observe_for_people_prints_summary_and_target_lines(cli: Cli, stack: Stack) -> None:
-    await start_session(cli, stack)
-    observed = await cli("observe")
+    session = await stack.start_session()
+    observed = await cli("observe", "--session", session)
 
     assert observed.exit_code == 0, observed.stderr
     assert "Remember me (check box)" in observed.stdout
@@ -163,8 +165,8 @@ async def test_observe_for_people_prints_summary_and_target_lines(cli: Cli, stac
 
 
 async def test_click_by_name_toggles_the_checkbox(cli: Cli, stack: Stack) -> None:
-    await start_session(cli, stack)
-    clicked = await cli("click", "--name", "Remember me", "--json")
+    session = await stack.start_session()
+    clicked = await cli("click", "-s", session, "--name", "Remember me", "--json")
 
     assert clicked.exit_code == 0, clicked.stderr
     assert clicked.json()["target"]["name"] == "Remember me"
@@ -172,10 +174,13 @@ async def test_click_by_name_toggles_the_checkbox(cli: Cli, stack: Stack) -> Non
 
 
 async def test_type_fills_the_field_clicked_by_name(cli: Cli, stack: Stack) -> None:
-    await start_session(cli, stack)
-    await cli("click", "--name", "Password")
-    focused = await cli("click", "--name", "Username")
-    typed = await cli("type", "ada lovelace", "--json")
+    session = await stack.start_session()
+    # Move the focus off Username first, so only the click can bring it back.
+    await stack.client.post(
+        f"/v1/sessions/{session}/input", json={"events": [{"type": "key_press", "key": "tab"}]}
+    )
+    focused = await cli("click", "-s", session, "--name", "Username")
+    typed = await cli("type", "-s", session, "ada lovelace", "--json")
 
     assert focused.exit_code == 0, focused.stderr
     assert typed.exit_code == 0, typed.stderr
@@ -184,8 +189,8 @@ async def test_type_fills_the_field_clicked_by_name(cli: Cli, stack: Stack) -> N
 
 
 async def test_key_presses_keys_in_order(cli: Cli, stack: Stack) -> None:
-    await start_session(cli, stack)
-    pressed = await cli("key", "tab", "tab", "space", "--json")
+    session = await stack.start_session()
+    pressed = await cli("key", "-s", session, "tab", "tab", "space", "--json")
 
     assert pressed.exit_code == 0, pressed.stderr
     assert pressed.json()["count"] == 3
@@ -224,8 +229,8 @@ async def test_ended_session_exits_5_and_is_forgotten(cli: Cli, stack: Stack) ->
 
 
 async def test_unknown_target_name_exits_4(cli: Cli, stack: Stack) -> None:
-    await start_session(cli, stack)
-    clicked = await cli("click", "--name", "No such control")
+    session = await stack.start_session()
+    clicked = await cli("click", "-s", session, "--name", "No such control")
 
     assert clicked.exit_code == 4
     assert "no target with name 'No such control'" in clicked.stderr

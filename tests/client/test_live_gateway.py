@@ -19,6 +19,7 @@ from rigway.client import (
     AuthenticationError,
     NotFoundError,
     SessionEndedError,
+    TargetNotFoundError,
 )
 from tests.e2e.harness import Stack
 from tests.support.live import active_session_ids, live_stack
@@ -70,9 +71,9 @@ async def test_async_client_clicks_targets_by_name_and_types(stack: Stack) -> No
         rigway.sessions.create(rig_id=stack.rig_ids[0]) as session,
     ):
         screen = await session.observe(max_width=960)
-        await session.click(target=screen.find_target("Username"))
+        await session.click(target=screen.require_target("Username"))
         await session.type_text("grace ✓")
-        await session.click(target=screen.find_target("Remember me"))
+        await session.click(target=screen.require_target("Remember me"))
 
     assert (screen.width, screen.height) == (960, 540)
 
@@ -121,3 +122,13 @@ async def test_ended_session_refuses_input_with_session_ended(stack: Stack) -> N
 
     assert (ended.value.status, ended.value.code) == (410, "session_ended")
     assert stack.sim().field_text("username") == ""
+
+
+async def test_require_target_raises_instead_of_clicking_at_the_pointer(stack: Stack) -> None:
+    async with (
+        AsyncRigway(api_key=stack.api_key, base_url=stack.base_url) as rigway,
+        rigway.sessions.create(rig_id=stack.rig_ids[0]) as session,
+    ):
+        screen = await session.observe(image=False)
+        with pytest.raises(TargetNotFoundError):
+            screen.require_target("No such control")

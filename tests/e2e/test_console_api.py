@@ -195,17 +195,19 @@ async def test_unsafe_webhook_url_is_refused_at_creation(owner_stack: Stack, url
 async def test_private_target_is_refused_without_the_development_setting(
     tmp_path: Path, database_url: str
 ) -> None:
-    async with running_stack(tmp_path / "state", database_url, rigs=0) as stack:
-        async with console(stack) as owner:
-            # Plain http is allowed only with the development setting, for local receivers.
-            for url in [
-                "https://127.0.0.1/h",
-                "https://10.0.0.1/h",
-                "https://localhost/h",
-                "http://93.184.216.34/h",
-            ]:
-                response = await owner.post("/v1/webhooks", json={"url": url})
-                assert response.status_code == 400, url
+    async with (
+        running_stack(tmp_path / "state", database_url, rigs=0) as stack,
+        console(stack) as owner,
+    ):
+        # Plain http is allowed only with the development setting, for local receivers.
+        for url in [
+            "https://127.0.0.1/h",
+            "https://10.0.0.1/h",
+            "https://localhost/h",
+            "http://93.184.216.34/h",
+        ]:
+            response = await owner.post("/v1/webhooks", json={"url": url})
+            assert response.status_code == 400, url
 
 
 async def test_session_events_arrive_once_each_signed_and_verifiable(

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aioice.ice
+import aiortc.codecs.h264 as aiortc_h264
 import pytest
 
 from rigway.agent import runner
@@ -31,7 +33,12 @@ def publishers(monkeypatch: pytest.MonkeyPatch) -> list[StreamPublisher]:
         return streams
 
     monkeypatch.setattr(runner, "open_streams", capture)
-    # The test's own aiortc viewers too (aioice is process-wide).
+    # The publisher patches aioice and aiortc's encoder module process-wide; these
+    # no-op settings make monkeypatch put the originals back after the test.
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", aioice.ice.get_host_addresses)
+    for name in ("av", "MIN_BITRATE", "DEFAULT_BITRATE", "MAX_BITRATE", "MAX_FRAME_RATE"):
+        monkeypatch.setattr(aiortc_h264, name, getattr(aiortc_h264, name))
+    # The test's own aiortc viewers offer 127.0.0.1 too.
     pin_host_addresses_to_loopback()
     return built
 

@@ -34,7 +34,7 @@ async def test_viewer_receives_native_frames_and_only_changes_are_encoded(
 
     viewer = AiortcViewer(credentials["connect_url"], keep_pixels=True)
     try:
-        await viewer.start()
+        assert (await viewer.start())["type"] == "answer"
         assert viewer.answer is not None
         assert (viewer.answer["width"], viewer.answer["height"]) == (1920, 1080)
         assert "H264/90000" in viewer.answer["sdp"]
@@ -78,7 +78,7 @@ async def test_session_end_says_bye_and_stops_the_stream_within_two_seconds(
     ]
     try:
         for viewer in viewers:
-            await viewer.start()
+            assert (await viewer.start())["type"] == "answer"
         for viewer in viewers:
             await viewer.wait_frames(1)
         assert publishers[0].viewer_count(session_id) == 2
@@ -105,3 +105,29 @@ async def test_session_end_says_bye_and_stops_the_stream_within_two_seconds(
 async def _wait(condition: object, timeout_s: float = 10.0) -> None:
     assert callable(condition)
     await Stack.wait_until(condition, timeout_s)
+
+
+async def test_an_offer_without_h264_is_refused_and_a_leaving_viewer_is_let_go(
+    stream_stack: Stack, publishers: list[StreamPublisher]
+) -> None:
+    await stream_stack.add_agent(SimDesktop())
+    session_id = await stream_stack.start_session()
+    vp8 = AiortcViewer((await _credentials(stream_stack, session_id))["connect_url"], codec="VP8")
+    try:
+        reply = await vp8.start()
+        assert reply["type"] == "error"
+        assert "no H.264" in reply["error"]
+        assert await vp8.wait_closed(timeout_s=2.0) == (4415, "offer_refused")
+    finally:
+        await vp8.close()
+
+    viewer = AiortcViewer((await _credentials(stream_stack, session_id))["connect_url"])
+    try:
+        assert (await viewer.start())["type"] == "answer"
+        await viewer.wait_frames(1)
+        assert publishers[0].viewer_count(session_id) == 1
+    finally:
+        await viewer.close()
+    # The socket closed: the gateway tells the agent, which closes the connection.
+    await _wait(lambda: publishers[0].viewer_count() == 0, timeout_s=5.0)
+    assert stream_stack.services.stream.viewer_count(session_id) == 0

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,32 +36,37 @@ class Received:
 
 
 class AiortcViewer:
-    def __init__(self, connect_url: str, *, keep_pixels: bool = False) -> None:
+    def __init__(self, connect_url: str, *, keep_pixels: bool = False, codec: str = "H264") -> None:
         self.connect_url = connect_url
+        self.codec = codec
         self.keep_pixels = keep_pixels
         self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.received = Received()
         self.messages: list[dict[str, Any]] = []
         self.answer: dict[str, Any] | None = None
-        self.on_frame: list[Any] = []
+        # Called with each decoded frame and its arrival time (time.time()).
+        self.frame_hooks: list[Callable[[av.VideoFrame, float], None]] = []
         self._ws: ClientConnection | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
-    async def start(self) -> None:
-        """Connect, offer, and wait for the answer."""
+    async def start(self) -> dict[str, Any]:
+        """Connect, offer, and apply the answer; returns the gateway's reply (an answer,
+        or the error that refused the offer)."""
         transceiver = self.pc.addTransceiver("video", direction="recvonly")
         codecs = RTCRtpReceiver.getCapabilities("video").codecs
         transceiver.setCodecPreferences(
-            [c for c in codecs if c.mimeType == "video/H264"]
+            [c for c in codecs if c.mimeType == f"video/{self.codec}"]
             + [c for c in codecs if c.mimeType == "video/rtx"]
         )
         self.pc.on("track", self._on_track)
         self._ws = await connect(self.connect_url, compression=None)
         await self.pc.setLocalDescription(await self.pc.createOffer())
         await self._ws.send(json.dumps({"type": "offer", "sdp": self.pc.localDescription.sdp}))
-        self.answer = await self.next_message()
-        assert self.answer["type"] == "answer", self.answer
-        await self.pc.setRemoteDescription(RTCSessionDescription(self.answer["sdp"], "answer"))
+        reply = await self.next_message()
+        if reply["type"] == "answer":
+            self.answer = reply
+            await self.pc.setRemoteDescription(RTCSessionDescription(reply["sdp"], "answer"))
+        return reply
 
     async def next_message(self, timeout_s: float = 15.0) -> dict[str, Any]:
         assert self._ws is not None
@@ -108,8 +114,7 @@ class AiortcViewer:
             self.received.count += 1
             self.received.size = (frame.width, frame.height)
             self.received.arrivals.append(now)
-            if self.keep_pixels or self.on_frame:
-                rgb = frame.to_ndarray(format="rgb24")
-                self.received.last_rgb = rgb
-                for callback in self.on_frame:
-                    callback(rgb, now)
+            for hook in self.frame_hooks:
+                hook(frame, now)
+            if self.keep_pixels:
+                self.received.last_rgb = frame.to_ndarray(format="rgb24")

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ._geometry import Region, image_to_native, native_to_image
+from .errors import TargetNotFoundError
 
 __all__ = [
     "AgentRelease",
@@ -368,6 +369,11 @@ class TargetList(_Model):
         """The first target whose name matches (exact beats substring) and role equals."""
         return _find_target(self.targets, name, role)
 
+    def require_target(self, name: str | None = None, role: str | None = None) -> Target:
+        """Like `find_target`, but raises TargetNotFoundError instead of returning None,
+        so `click(target=…)` can never fall back to clicking wherever the pointer is."""
+        return _require_target(self.targets, name, role)
+
 
 class DirtyRects(_Model):
     """Changed rectangles since the last take, `[x, y, w, h]` in native pixels.
@@ -475,6 +481,11 @@ class ObserveResult(_Model):
         """
         return _find_target(self.targets, name, role)
 
+    def require_target(self, name: str | None = None, role: str | None = None) -> Target:
+        """Like `find_target`, but raises TargetNotFoundError instead of returning None,
+        so `click(target=…)` can never fall back to clicking wherever the pointer is."""
+        return _require_target(self.targets, name, role)
+
 
 # ------------------------------------------------------------------ keys, webhooks
 
@@ -528,3 +539,11 @@ class WebhookCreated(_Model):
     def secret(self) -> str | None:
         """The signing secret (`whsec_…`); store it now, it is never returned again."""
         return self.webhook.secret
+
+
+def _require_target(targets: list[Target], name: str | None, role: str | None) -> Target:
+    found = _find_target(targets, name, role)
+    if found is None:
+        wanted = " ".join(part for part in (name, role) if part is not None) or "any"
+        raise TargetNotFoundError(wanted)
+    return found

@@ -47,6 +47,7 @@ CLOSE_CODES: dict[str, int] = {
     "session_ended": 4410,
     "too_many_viewers": 4429,
     "bad_message": 4400,
+    "offer_refused": 4415,
     "host_error": 4502,
     "rig_offline": 4503,
     "host_timeout": 4504,

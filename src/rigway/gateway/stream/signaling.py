@@ -8,7 +8,8 @@ Viewer → gateway (JSON text frames):
     {"type":"ping"}                   → {"type":"pong"} (keeps proxies from idling out)
 Gateway → viewer:
     {"type":"answer","sdp","width","height","encoder"}
-    {"type":"error","error"}          a refused candidate (the channel stays)
+    {"type":"error","error"}          why the agent refused an offer (the socket then
+                                      closes 4415) or a candidate (the channel stays)
     {"type":"bye","reason"}           the session ended; the socket closes next
 
 Messages are handled in arrival order, so a candidate is relayed only after the offer
@@ -171,8 +172,10 @@ class ViewerChannel:
             if exc.code == ops.ERROR_SESSION_MISMATCH:
                 raise Refused("session_ended") from exc
             await self._send({"type": "error", "error": f"{exc.code}: {exc.detail}"[:500]})
-            if fatal or exc.code != ops.ERROR_INVALID_REQUEST:
+            if exc.code != ops.ERROR_INVALID_REQUEST:
                 raise Refused("host_error") from exc
+            if fatal:
+                raise Refused("offer_refused") from exc
             return {}
 
     async def _release_on_agent(self) -> None:

@@ -71,7 +71,8 @@ class WebhookService:
                 request.url, resolver=self._resolver, allow_private=self._allow_private
             )
         except UnsafeWebhookUrl as exc:
-            raise InvalidRequest(f"webhook url {exc}") from exc
+            reason = str(exc).removeprefix("webhook url ")
+            raise InvalidRequest(f"webhook url {reason}") from exc
         secret = new_webhook_secret()
         events = list(ALL_EVENTS) if request.events is None else sorted(set(request.events))
         row = Webhook(
