@@ -23,6 +23,7 @@ import pytest_asyncio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
 from rigway.gateway.auth.api_keys import generate_api_key
 from rigway.gateway.keys.schemas import CreateKeyIn
@@ -570,6 +571,28 @@ async def test_operation_on_ended_session_410_session_ended(stack: Stack, endpoi
     assert stack.sim().field_text("username") == typed
 
 
+async def test_agent_restart_mid_session_410_matches_the_record(tmp_path: Path) -> None:
+    """The agent restarts within the host-gone grace and comes back without the session.
+    The gateway then answers 410 session_ended (a stop error: the caller will not end
+    it), so the record must say ended too, and the rig must be free again; an `active`
+    session nobody can use would bill and hold the rig until its idle timeout."""
+    async with _stack(tmp_path) as stack:
+        session_id = await stack.start_session()
+        agent = await stack.stop_agent(stack.rig_ids[0])
+        stack.start_agent(agent.rig_id, agent.rig_token, SimDesktop())
+        await stack.wait_online(agent.rig_id)
+        response = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
+        assert_error(response, 410, "session_ended")
+        status = "active"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(5):
+                while (status := await _session_status(stack, session_id)) == "active":
+                    await asyncio.sleep(0.05)
+        assert status == "ended", f"answered 410 session_ended, yet the session is {status}"
+        again = await stack.client.post("/v1/sessions", json={"rig_id": agent.rig_id})
+        assert again.status_code == 201, again.text
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [(SESSION_DELETE, SESSION_DELETE), (SESSION_END, SESSION_END), (SESSION_END, SESSION_DELETE)],
@@ -819,6 +842,20 @@ async def test_unacknowledged_session_start_504_and_session_failed(bare_stack: S
         assert (await bare_stack.client.get("/v1/sessions")).json() == {"sessions": []}
         rig = (await bare_stack.client.get(f"/v1/rigs/{host.rig_id}")).json()
         assert rig["active_session_id"] is None
+
+
+async def test_host_error_detail_does_not_repeat_the_code(bare_stack: Stack) -> None:
+    """`host_error: <detail>` where the detail says what failed, not `host_error` again."""
+    replies = {
+        ops.SESSION_START: STARTED,
+        ops.SCREEN_CAPTURE: _failed(ops.ERROR_HOST, "capture device lost"),
+    }
+    async with fake_host(bare_stack, replies) as host:
+        session_id = await _start(bare_stack, host)
+        response = await SCREENSHOT.call(bare_stack.client, sid=session_id)
+        detail = assert_error(response, 502, "host_error")
+        assert "capture device lost" in detail
+        assert not detail.startswith("host_error"), response.json()
 
 
 async def test_refused_session_start_502_and_session_failed(bare_stack: Stack) -> None:

@@ -16,8 +16,9 @@ import pytest
 from rigway.agent.backends.base import Pixels
 from rigway.agent.backends.sim import DESKTOP_BGRA, SimDesktop
 from rigway.agent.screen import ScreenService
-from rigway.agent.stream import encoders
+from rigway.agent.stream import StreamError, StreamSettings, encoders
 from rigway.agent.stream.encoders import EncoderTuning, choose_h264_encoder
+from rigway.agent.stream.publisher import StreamPublisher
 from rigway.agent.stream.sdp import (
     UnsupportedOfferError,
     is_loopback_candidate,
@@ -25,6 +26,7 @@ from rigway.agent.stream.sdp import (
     prefer_h264,
 )
 from rigway.agent.stream.track import DesktopTrack, scaled_size, to_video_frame
+from rigway.protocol import ops
 
 # ---- which encoder ----------------------------------------------------------------------
 
@@ -258,3 +260,21 @@ async def test_a_stream_watch_does_not_steal_the_apis_dirty_rects(
     assert await screen.stream_pixels(second) is not None
     await screen.close_watch(first)
     await screen.close_watch(second)
+
+
+@pytest.mark.usefixtures("restore_aiortc")
+async def test_the_publisher_refuses_offers_it_cannot_answer(
+    screen_worker: ThreadPoolExecutor,
+) -> None:
+    screen = ScreenService(SimDesktop(width=1280, height=720), screen_worker)
+    publisher = StreamPublisher(screen, StreamSettings(), choose_encoder=lambda _: "libx264")
+
+    def offer(sdp: str) -> ops.StreamOffer:
+        return ops.StreamOffer(session_id="ses_1", viewer_id="vwr_1", sdp=sdp)
+
+    with pytest.raises(StreamError, match=r"no H\.264"):
+        await publisher.offer(offer(OFFER.replace("H264", "VP9")))
+    with pytest.raises(StreamError, match="does not parse"):
+        await publisher.offer(offer("m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 H264/90000\r\n"))
+    assert publisher.viewer_count() == 0
+    await publisher.close_all()

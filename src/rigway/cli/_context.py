@@ -34,8 +34,6 @@ __all__ = [
     "StateDirOption",
     "forget_session",
     "remember_session",
-    "resolve_session_id",
-    "session_errors",
 ]
 
 LOCAL_JSON = "local.json"
@@ -122,16 +120,20 @@ class Credentials:
     def _base_url(self, local: dict[str, Any]) -> str:
         return self.base_url or _local_str(local, "base_url") or DEFAULT_BASE_URL
 
+    def _not_found(self, credential: str, option: str, envvar: str) -> CliError:
+        """Exit 3 for a credential found nowhere: every way to pass it, local.json last."""
+        return CliError(
+            f"no {credential}: pass {option}, set {envvar}, or run `rigway up` "
+            f"(which writes {self.state_dir / LOCAL_JSON})",
+            ExitCode.AUTH,
+        )
+
     def api_key_and_url(self) -> tuple[str, str]:
         """The API key and base URL; CliError (exit 3) when no key is found anywhere."""
         local = read_local_json(self.state_dir)
         api_key = self.api_key or _local_str(local, "api_key")
         if api_key is None:
-            raise CliError(
-                "no API key: pass --api-key, set RIGWAY_API_KEY, or run `rigway up` "
-                f"(which writes {self.state_dir / LOCAL_JSON})",
-                ExitCode.AUTH,
-            )
+            raise self._not_found("API key", "--api-key", "RIGWAY_API_KEY")
         return api_key, self._base_url(local)
 
     def api_client(self) -> Rigway:
@@ -139,16 +141,23 @@ class Credentials:
         api_key, base_url = self.api_key_and_url()
         return Rigway(api_key=api_key, base_url=base_url)
 
+    @contextmanager
+    def session_client(self, session_option: str | None) -> Iterator[tuple[Rigway, str]]:
+        """A `Rigway` client, closed after, and the session to act on: `--session`, else
+        the remembered one (CliError, exit 2, when there is neither).
+
+        A session the gateway reports over or unknown is forgotten (`session_errors`).
+        """
+        session_id = resolve_session_id(session_option, self.state_dir)
+        with self.api_client() as client, session_errors(self.state_dir, session_id):
+            yield client, session_id
+
     def console_client(self) -> RigwayConsole:
         """A `RigwayConsole` client; CliError (exit 3) when no console token is found."""
         local = read_local_json(self.state_dir)
         token = self.console_token or _local_str(local, "console_token")
         if token is None:
-            raise CliError(
-                "no console token: pass --console-token, set RIGWAY_CONSOLE_TOKEN, "
-                f"or run `rigway up` (which writes {self.state_dir / LOCAL_JSON})",
-                ExitCode.AUTH,
-            )
+            raise self._not_found("console token", "--console-token", "RIGWAY_CONSOLE_TOKEN")
         return RigwayConsole(token=token, base_url=self._base_url(local))
 
 

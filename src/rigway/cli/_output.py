@@ -22,34 +22,29 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from rigway.client import (
-    APIConnectionError,
-    APIStatusError,
-    AuthenticationError,
-    BadRequestError,
-    ConflictError,
-    HostError,
-    HostTimeoutError,
-    InternalServerError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitError,
-    RigwayError,
-    SessionEndedError,
-    TargetNotFoundError,
-    UnsupportedActionError,
-)
+from rigway.client import APIStatusError, RigwayError, errors
 
-__all__ = ["EXIT_CODES_HELP", "CliError", "ExitCode", "Output", "error_line", "exit_code_for"]
+__all__ = [
+    "EXIT_CODES_HELP",
+    "CliError",
+    "Column",
+    "ExitCode",
+    "Output",
+    "error_line",
+    "exit_code_for",
+]
+
+RecordT = TypeVar("RecordT")
 
 
 class ExitCode(IntEnum):
@@ -82,27 +77,21 @@ class CliError(Exception):
 
 # The first class the error is an instance of decides (APITimeoutError is an
 # APIConnectionError, so a client-side timeout counts as a connection error).
-_EXIT_CODES: Sequence[tuple[type[RigwayError], ExitCode]] = (
-    (BadRequestError, ExitCode.USAGE),
-    (UnsupportedActionError, ExitCode.USAGE),
-    (AuthenticationError, ExitCode.AUTH),
-    (PermissionDeniedError, ExitCode.AUTH),
-    (NotFoundError, ExitCode.NOT_FOUND),
-    (TargetNotFoundError, ExitCode.NOT_FOUND),
-    (ConflictError, ExitCode.CONFLICT),
-    (SessionEndedError, ExitCode.CONFLICT),
-    (RateLimitError, ExitCode.RATE_LIMITED),
-    (HostError, ExitCode.SERVER),
-    (HostTimeoutError, ExitCode.SERVER),
-    (InternalServerError, ExitCode.SERVER),
-    (APIConnectionError, ExitCode.CONNECTION),
+_EXIT_CODES: Sequence[tuple[ExitCode, tuple[type[RigwayError], ...]]] = (
+    (ExitCode.USAGE, (errors.BadRequestError, errors.UnsupportedActionError)),
+    (ExitCode.AUTH, (errors.AuthenticationError, errors.PermissionDeniedError)),
+    (ExitCode.NOT_FOUND, (errors.NotFoundError, errors.TargetNotFoundError)),
+    (ExitCode.CONFLICT, (errors.ConflictError, errors.SessionEndedError)),
+    (ExitCode.RATE_LIMITED, (errors.RateLimitError,)),
+    (ExitCode.SERVER, (errors.HostError, errors.HostTimeoutError, errors.InternalServerError)),
+    (ExitCode.CONNECTION, (errors.APIConnectionError,)),
 )
 
 
 def exit_code_for(error: RigwayError) -> ExitCode:
     """The exit code that names `error`'s class of failure."""
-    for error_class, code in _EXIT_CODES:
-        if isinstance(error, error_class):
+    for code, error_classes in _EXIT_CODES:
+        if isinstance(error, error_classes):
             return code
     if error.code.startswith("missing_"):
         return ExitCode.AUTH  # the SDK found no credential
@@ -140,6 +129,14 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class Column(Generic[RecordT]):
+    """One column of a table of records: its header, and the cell it shows for a record."""
+
+    header: str
+    cell: Callable[[RecordT], str]
+
+
 # Piped or captured output has no terminal width; rich would assume 80 columns and
 # wrap ids mid-word. A table still takes only the width it needs.
 _PIPE_WIDTH = 500
@@ -167,19 +164,38 @@ class Output:
         if not self.json_mode:
             self._stdout.print(text, markup=False)
 
-    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-        """A table for people on stdout; nothing in --json mode."""
+    def records(
+        self,
+        records: Sequence[RecordT],
+        columns: Sequence[Column[RecordT]],
+        *,
+        title: str,
+        json_key: str,
+    ) -> None:
+        """A list command's result: `{json_key: records}` in --json mode, else a table."""
+        self.data({json_key: records})
+        self.table(title, columns, records)
+
+    def record(self, record: RecordT, columns: Sequence[Column[RecordT]], *, title: str) -> None:
+        """A show command's result: the record in --json mode, else a one-row table."""
+        self.data(record)
+        self.table(title, columns, [record])
+
+    def table(
+        self, title: str, columns: Sequence[Column[RecordT]], records: Sequence[RecordT]
+    ) -> None:
+        """A table for people on stdout, a row per record; nothing in --json mode."""
         if self.json_mode:
             return
-        if not rows:
+        if not records:
             self._stdout.print(f"No {title.lower()}.", markup=False)
             return
         table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
         for index, column in enumerate(columns):
             # The first column is an id, which must stay copy-pasteable on one line.
-            table.add_column(column, no_wrap=index == 0, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
+            table.add_column(column.header, no_wrap=index == 0, overflow="fold")
+        for record in records:
+            table.add_row(*(column.cell(record) for column in columns))
         self._stdout.print(table)
 
     def working(self, text: str) -> AbstractContextManager[object]:

@@ -16,26 +16,25 @@ from ._context import (
     JsonOption,
     StateDirOption,
 )
-from ._output import Output
+from ._output import Column, Output
 
 rigs_app = typer.Typer(help="List, inspect and wake rigs.", no_args_is_help=True)
 
 RigArgument = Annotated[str, typer.Argument(help="Rig id (rig_…).", show_default=False)]
 
 
-def _rig_row(rig: Rig) -> list[str]:
-    size = "" if rig.native_width is None else f"{rig.native_width}x{rig.native_height}"
-    return [
-        rig.id,
-        rig.name,
-        "online" if rig.online else "offline",
-        "on" if rig.api_access_enabled else "off",
-        size,
-        rig.active_session_id or "",
-    ]
+def _desktop_size(rig: Rig) -> str:
+    return "" if rig.native_width is None else f"{rig.native_width}x{rig.native_height}"
 
 
-_RIG_COLUMNS = ("ID", "NAME", "STATE", "API", "DESKTOP", "ACTIVE SESSION")
+RIG_COLUMNS: tuple[Column[Rig], ...] = (
+    Column("ID", lambda rig: rig.id),
+    Column("NAME", lambda rig: rig.name),
+    Column("STATE", lambda rig: "online" if rig.online else "offline"),
+    Column("API", lambda rig: "on" if rig.api_access_enabled else "off"),
+    Column("DESKTOP", _desktop_size),
+    Column("ACTIVE SESSION", lambda rig: rig.active_session_id or ""),
+)
 
 
 @rigs_app.command("list")
@@ -49,8 +48,7 @@ def list_rigs(
     out = Output(json_mode=json_output)
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         rigs = client.rigs.list()
-    out.data({"rigs": rigs})
-    out.table("Rigs", _RIG_COLUMNS, [_rig_row(rig) for rig in rigs])
+    out.records(rigs, RIG_COLUMNS, title="Rigs", json_key="rigs")
 
 
 @rigs_app.command("show")
@@ -65,8 +63,7 @@ def show_rig(
     out = Output(json_mode=json_output)
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         rig = client.rigs.get(rig_id)
-    out.data(rig)
-    out.table("Rig", _RIG_COLUMNS, [_rig_row(rig)])
+    out.record(rig, RIG_COLUMNS, title="Rig")
     if rig.os or rig.agent_version:
         out.line(f"os {rig.os or '?'}, agent {rig.agent_version or '?'}")
 

@@ -21,29 +21,26 @@ from ._context import (
     StateDirOption,
     forget_session,
     remember_session,
-    resolve_session_id,
-    session_errors,
 )
-from ._output import CliError, ExitCode, Output
+from ._output import CliError, Column, ExitCode, Output
 
 __all__ = ["pick_rig", "sessions_app"]
 
 sessions_app = typer.Typer(help="Start, list, inspect and end sessions.", no_args_is_help=True)
 
-_SESSION_COLUMNS = ("ID", "RIG", "STATUS", "STARTED", "ACTIONS", "BILLED MIN", "END REASON")
+def _started(session: Session) -> str:
+    return "" if session.started_at is None else session.started_at.isoformat(timespec="seconds")
 
 
-def _session_row(session: Session) -> list[str]:
-    started = "" if session.started_at is None else session.started_at.isoformat(timespec="seconds")
-    return [
-        session.session_id,
-        session.rig_id,
-        session.status,
-        started,
-        str(session.action_count),
-        str(session.billed_minutes),
-        session.ended_reason or "",
-    ]
+SESSION_COLUMNS: tuple[Column[Session], ...] = (
+    Column("ID", lambda session: session.session_id),
+    Column("RIG", lambda session: session.rig_id),
+    Column("STATUS", lambda session: session.status),
+    Column("STARTED", _started),
+    Column("ACTIONS", lambda session: str(session.action_count)),
+    Column("BILLED MIN", lambda session: str(session.billed_minutes)),
+    Column("END REASON", lambda session: session.ended_reason or ""),
+)
 
 
 def _is_available(rig: Rig) -> bool:
@@ -103,8 +100,7 @@ def list_sessions(
     out = Output(json_mode=json_output)
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         sessions = client.sessions.list()
-    out.data({"sessions": sessions})
-    out.table("Sessions", _SESSION_COLUMNS, [_session_row(s) for s in sessions])
+    out.records(sessions, SESSION_COLUMNS, title="Sessions", json_key="sessions")
 
 
 @sessions_app.command("show")
@@ -119,14 +115,10 @@ def show_session(
 ) -> None:
     """Show one session (any status)."""
     out = Output(json_mode=json_output)
-    resolved = resolve_session_id(session_id, state_dir)
-    with (
-        Credentials(state_dir, api_key, base_url).api_client() as client,
-        session_errors(state_dir, resolved),
-    ):
+    credentials = Credentials(state_dir, api_key, base_url)
+    with credentials.session_client(session_id) as (client, resolved):
         session = client.sessions.get(resolved)
-    out.data(session)
-    out.table("Session", _SESSION_COLUMNS, [_session_row(session)])
+    out.record(session, SESSION_COLUMNS, title="Session")
 
 
 @sessions_app.command("end")
@@ -141,10 +133,9 @@ def end_session(
 ) -> None:
     """End a session (idempotent) and print its final record."""
     out = Output(json_mode=json_output)
-    resolved = resolve_session_id(session_id, state_dir)
+    credentials = Credentials(state_dir, api_key, base_url)
     with (
-        Credentials(state_dir, api_key, base_url).api_client() as client,
-        session_errors(state_dir, resolved),
+        credentials.session_client(session_id) as (client, resolved),
         out.working(f"Ending {resolved}…"),
     ):
         session = client.sessions.end(resolved)

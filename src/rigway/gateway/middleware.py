@@ -30,18 +30,26 @@ class BodyLimitMiddleware:
             return
         received = 0
         started = False
+        refused = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
+                    # Answer 413 here: the framework would turn any error raised while
+                    # it reads the body into its own 400.
+                    if not started and not refused:
+                        refused = True
+                        await _send_error(send, 413, too_large)
                     raise _BodyTooLarge
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if refused:
+                return  # the 413 went out already; the app's own answer is dropped
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
@@ -49,7 +57,7 @@ class BodyLimitMiddleware:
         try:
             await self.app(scope, limited_receive, tracking_send)
         except _BodyTooLarge:
-            if not started:
+            if not started and not refused:
                 await _send_error(send, 413, too_large)
 
 

@@ -29,6 +29,7 @@ from aiortc import (
     RTCPeerConnection,
     RTCSessionDescription,
 )
+from aiortc.exceptions import InvalidStateError
 from aiortc.sdp import candidate_from_sdp
 
 from rigway.agent.backends.base import Pixels
@@ -212,7 +213,11 @@ class StreamPublisher:
     async def _negotiate(
         self, viewer: _Viewer, offer_sdp: str, max_width: int | None
     ) -> tuple[int, int]:
-        await viewer.pc.setRemoteDescription(RTCSessionDescription(offer_sdp, "offer"))
+        try:
+            await viewer.pc.setRemoteDescription(RTCSessionDescription(offer_sdp, "offer"))
+        except (ValueError, InvalidStateError) as exc:
+            # The viewer's SDP, not the rig, is at fault: invalid_request, not host_error.
+            raise StreamError(f"the offer does not parse: {exc}") from exc
         cap = _min_cap(self._settings.max_width, max_width)
         native_w, native_h = await self._screen.native_size()
         viewer.source = ScreenFrameSource(self._screen, await self._screen.open_watch())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
+from pydantic import BeforeValidator
 
 from rigway.gateway.auth.api_keys import ApiPrincipal
 from rigway.gateway.auth.dependencies import ApiCaller
@@ -29,18 +31,29 @@ from rigway.protocol import ops
 
 router = APIRouter(tags=["desktop"])
 
+
+def _decimal_digits(value: object) -> object:
+    # Query strings are text, so pydantic parses them leniently ("85.0", "1_000",
+    # " 85"); the API takes plain decimal integers only.
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value) is None:
+        raise ValueError("expected a whole number written in decimal digits")
+    return value
+
+
+DIGITS_ONLY = BeforeValidator(_decimal_digits)
+
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
 # Server-Timing parameter of the host-jpeg entry when the host served its last JPEG.
 _CACHED = ';desc="cached"'
 
 
 async def screen_params(
-    max_width: Annotated[int | None, Query(ge=16, le=16384)] = None,
-    quality: Annotated[int, Query(ge=40, le=100)] = 85,
-    x: Annotated[int | None, Query(ge=0, le=65535)] = None,
-    y: Annotated[int | None, Query(ge=0, le=65535)] = None,
-    w: Annotated[int | None, Query(ge=1, le=65535)] = None,
-    h: Annotated[int | None, Query(ge=1, le=65535)] = None,
+    max_width: Annotated[int | None, Query(ge=16, le=16384), DIGITS_ONLY] = None,
+    quality: Annotated[int, Query(ge=40, le=100), DIGITS_ONLY] = 85,
+    x: Annotated[int | None, Query(ge=0, le=65535), DIGITS_ONLY] = None,
+    y: Annotated[int | None, Query(ge=0, le=65535), DIGITS_ONLY] = None,
+    w: Annotated[int | None, Query(ge=1, le=65535), DIGITS_ONLY] = None,
+    h: Annotated[int | None, Query(ge=1, le=65535), DIGITS_ONLY] = None,
 ) -> ScreenParams:
     given = [value is not None for value in (x, y, w, h)]
     if any(given) and not all(given):
@@ -103,8 +116,8 @@ async def observe(
     session_id: str,
     caller: ApiCaller,
     screen: Screen,
-    mark: Annotated[int, Query(ge=0, le=1)] = 0,
-    image: Annotated[int, Query(ge=0, le=1)] = 1,
+    mark: Annotated[int, Query(ge=0, le=1), DIGITS_ONLY] = 0,
+    image: Annotated[int, Query(ge=0, le=1), DIGITS_ONLY] = 1,
 ) -> JSONResponse:
     live = await _live(request, session_id, caller, "sessions")
     result = await services_of(request).desktop.observe(

@@ -64,6 +64,8 @@ def _host_error(exc: Exception, what: str) -> ApiError:
             return NotFound(exc.detail, code="app_not_found")
         if exc.code == ops.ERROR_SESSION_MISMATCH:
             return SessionEnded("the host no longer runs this session")
+        if exc.code == ops.ERROR_HOST:
+            return HostError(exc.detail or "the host failed the operation")
         return HostError(f"{exc.code}: {exc.detail}" if exc.detail else exc.code)
     return HostError(f"the host is not connected ({exc})")
 
@@ -88,7 +90,12 @@ class DesktopService:
             raise HostError("the host is not connected")
         try:
             return await connection.request(op, {"session_id": live.id, **body}, timeout_s)
-        except (HostTimeoutError, HostOpError, HostUnavailableError) as exc:
+        except HostOpError as exc:
+            if exc.code == ops.ERROR_SESSION_MISMATCH:
+                # The host no longer runs it: make the record agree with the 410.
+                await self._sessions.end(live.id, "host_gone", wait_for_host=False)
+            raise _host_error(exc, what) from exc
+        except (HostTimeoutError, HostUnavailableError) as exc:
             raise _host_error(exc, what) from exc
 
     def check_region(self, live: LiveSession, region: ops.Region | None) -> None:

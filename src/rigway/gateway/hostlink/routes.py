@@ -47,6 +47,7 @@ async def agent_connect(websocket: WebSocket) -> None:
         on_agent_request=lambda op, conn, body: _on_agent_request(services, op, conn, body),
     )
     ended = await services.sessions.ended_among(rig.id, hello.open_session_ids)
+    await services.sessions.end_sessions_the_host_lost(rig.id, hello.open_session_ids)
     welcome = Welcome(
         rig_id=rig.id,
         heartbeat_interval_s=services.settings.heartbeat_interval_s,

@@ -10,7 +10,7 @@ from rigway.gateway.auth.api_keys import ALL_SCOPES, ApiKeyAuthenticator, genera
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import ApiKey
 from rigway.gateway.errors import NotFound
-from rigway.gateway.ids import new_uuid
+from rigway.gateway.ids import is_well_formed, new_uuid
 from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyOut, CreateKeyIn
 
 
@@ -65,7 +65,7 @@ class KeyService:
 
     async def revoke(self, account_id: str, key_id: str) -> ApiKeyOut:
         async with self._sessions.begin() as db:
-            row = await db.get(ApiKey, key_id)
+            row = await db.get(ApiKey, key_id) if is_well_formed(key_id) else None
             if row is None or row.account_id != account_id or row.revoked_at is not None:
                 raise NotFound(code="key_not_found")
             await db.execute(

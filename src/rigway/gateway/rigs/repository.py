@@ -6,9 +6,12 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 
 from rigway.gateway.db.models import PairingCode, Rig
+from rigway.gateway.ids import is_well_formed
 
 
 async def get_for_account(db: DbSession, account_id: str, rig_id: str) -> Rig | None:
+    if not is_well_formed(rig_id):
+        return None
     rig = await db.get(Rig, rig_id)
     if rig is None or rig.account_id != account_id or rig.unpaired_at is not None:
         return None

@@ -9,9 +9,12 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 
 from rigway.gateway.db.models import Session
+from rigway.gateway.ids import is_well_formed
 
 
 async def get(db: DbSession, session_id: str) -> Session | None:
+    if not is_well_formed(session_id):
+        return None
     return await db.get(Session, session_id)
 
 

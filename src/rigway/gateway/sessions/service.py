@@ -312,6 +312,13 @@ class SessionService:
         await self.end(live.id, reason, wait_for_host=False)
         return live.id
 
+    async def end_sessions_the_host_lost(self, rig_id: str, open_session_ids: list[str]) -> None:
+        """A host that comes back without the rig's active session (it restarted) can
+        never serve it again: end it now rather than leave it billing until idle."""
+        live = self.live.for_rig(rig_id)
+        if live is not None and live.id not in open_session_ids:
+            await self.end(live.id, "host_gone", wait_for_host=False)
+
     async def ended_among(self, rig_id: str, session_ids: list[str]) -> list[str]:
         """Of the sessions a reconnecting host still runs, those no longer active here."""
         live = self.live.for_rig(rig_id)

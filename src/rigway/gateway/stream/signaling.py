@@ -127,7 +127,11 @@ class ViewerChannel:
             ice_servers=list(self._service.settings.stream_ice_servers),
         )
         reply = await self._request(ops.STREAM_OFFER, body.model_dump(), fatal=True)
-        answer = ops.StreamAnswer.model_validate(reply)
+        try:
+            answer = ops.StreamAnswer.model_validate(reply)
+        except ValueError as exc:
+            logger.warning("malformed stream/offer reply from %s: %s", self._rig_id, exc)
+            raise Refused("host_error") from exc
         await self._send({"type": "answer", **answer.model_dump()})
         self._answered = True
         early, self._early_candidates = self._early_candidates, []

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import Webhook
 from rigway.gateway.errors import Conflict, InvalidRequest, NotFound
-from rigway.gateway.ids import new_uuid
+from rigway.gateway.ids import is_well_formed, new_uuid
 from rigway.gateway.secret_box import SecretBox
 from rigway.gateway.webhooks.schemas import (
     ALL_EVENTS,
@@ -110,7 +110,7 @@ class WebhookService:
         self, account_id: str, webhook_id: str, request: UpdateWebhookIn
     ) -> WebhookOut:
         async with self._sessions.begin() as db:
-            row = await db.get(Webhook, webhook_id)
+            row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
             if row is None or row.account_id != account_id:
                 raise _not_found()
             if request.enabled is not None:
@@ -121,7 +121,7 @@ class WebhookService:
 
     async def delete(self, account_id: str, webhook_id: str) -> WebhookOut:
         async with self._sessions.begin() as db:
-            row = await db.get(Webhook, webhook_id)
+            row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
             if row is None or row.account_id != account_id:
                 raise _not_found()
             await db.execute(delete(Webhook).where(Webhook.id == webhook_id))

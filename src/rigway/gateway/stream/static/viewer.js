@@ -13,7 +13,7 @@
   const sizeEl = document.getElementById("size");
   const status = {
     state: "connecting", ended: false, reason: null, encoder: null, codec: null,
-    fps: 0, framesDecoded: 0, width: 0, height: 0,
+    fps: 0, framesDecoded: 0, framesDropped: 0, width: 0, height: 0,
   };
   window.rigwayViewer = status;
 
@@ -77,7 +77,7 @@
       status.encoder = message.encoder;
       await pc.setRemoteDescription({ type: "answer", sdp: message.sdp });
     } else if (message.type === "bye") {
-      end(`session ended (${message.reason || "bye"})`);
+      end(message.reason === "session_ended" ? "session ended" : `ended (${message.reason})`);
     } else if (message.type === "error") {
       show(`error: ${message.error}`, "failed");
     }
@@ -97,6 +97,7 @@
     status.ended = true;
     status.reason = reason;
     pc.close();
+    fpsEl.textContent = "";
     show(reason, "ended");
   }
 
@@ -115,6 +116,7 @@
     const frames = inbound.framesDecoded || 0;
     status.fps = Math.round(((frames - last.frames) * 10000) / (now - last.at)) / 10;
     status.framesDecoded = frames;
+    status.framesDropped = inbound.framesDropped || 0;
     status.codec = codecs[inbound.codecId] ? codecs[inbound.codecId].mimeType : null;
     status.width = video.videoWidth;
     status.height = video.videoHeight;
