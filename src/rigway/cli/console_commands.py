@@ -6,11 +6,12 @@ else `RIGWAY_CONSOLE_TOKEN`, else `console_token` in `<state dir>/local.json`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from rigway.client import ApiKey, Webhook
+from rigway.client import ApiKey, RigwayConsole, Webhook
 
 from ._context import (
     DEFAULT_STATE_DIR,
@@ -20,7 +21,7 @@ from ._context import (
     JsonOption,
     StateDirOption,
 )
-from ._output import Output
+from ._output import Column, Output
 
 __all__ = ["keys_app", "webhooks_app"]
 
@@ -28,19 +29,32 @@ keys_app = typer.Typer(help="API keys of the account (console token).", no_args_
 webhooks_app = typer.Typer(help="Session webhooks (console token).", no_args_is_help=True)
 
 
+def _console_client(
+    console_token: str | None, base_url: str | None, state_dir: Path
+) -> RigwayConsole:
+    return Credentials(state_dir, base_url=base_url, console_token=console_token).console_client()
+
+
 def _when(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def _key_row(key: ApiKey) -> list[str]:
-    return [
-        key.id,
-        key.name,
-        key.key_prefix,
-        key.environment,
-        " ".join(key.scopes),
-        _when(key.last_used_at),
-    ]
+_KEY_COLUMNS: tuple[Column[ApiKey], ...] = (
+    Column("ID", lambda key: key.id),
+    Column("NAME", lambda key: key.name),
+    Column("PREFIX", lambda key: key.key_prefix),
+    Column("ENV", lambda key: key.environment),
+    Column("SCOPES", lambda key: " ".join(key.scopes)),
+    Column("LAST USED", lambda key: _when(key.last_used_at)),
+)
+
+_WEBHOOK_COLUMNS: tuple[Column[Webhook], ...] = (
+    Column("ID", lambda webhook: webhook.id),
+    Column("URL", lambda webhook: webhook.url),
+    Column("EVENTS", lambda webhook: " ".join(webhook.events)),
+    Column("ENABLED", lambda webhook: "yes" if webhook.enabled else "no"),
+    Column("LAST STATUS", lambda webhook: _when(webhook.last_status)),
+)
 
 
 @keys_app.command("list")
@@ -52,16 +66,9 @@ def list_keys(
 ) -> None:
     """List the account's API keys (by prefix; the keys themselves are never stored)."""
     out = Output(json_mode=json_output)
-    with Credentials(
-        state_dir, base_url=base_url, console_token=console_token
-    ).console_client() as console:
+    with _console_client(console_token, base_url, state_dir) as console:
         keys = console.keys.list()
-    out.data({"keys": keys})
-    out.table(
-        "API keys",
-        ("ID", "NAME", "PREFIX", "ENV", "SCOPES", "LAST USED"),
-        [_key_row(k) for k in keys],
-    )
+    out.records(keys, _KEY_COLUMNS, title="API keys", json_key="keys")
 
 
 @keys_app.command("create")
@@ -81,9 +88,7 @@ def create_key(
 ) -> None:
     """Create an API key; its secret is shown this once only."""
     out = Output(json_mode=json_output)
-    with Credentials(
-        state_dir, base_url=base_url, console_token=console_token
-    ).console_client() as console:
+    with _console_client(console_token, base_url, state_dir) as console:
         created = console.keys.create(name, environment=environment, scopes=scopes)
     # The secret is excluded from repr, not from the dump: scripts need it this once.
     out.data(created, human=f"created {created.id} ({created.key_prefix}…)")
@@ -100,21 +105,9 @@ def revoke_key(
 ) -> None:
     """Revoke an API key: it fails with 401 from its next request on."""
     out = Output(json_mode=json_output)
-    with Credentials(
-        state_dir, base_url=base_url, console_token=console_token
-    ).console_client() as console:
+    with _console_client(console_token, base_url, state_dir) as console:
         revoked = console.keys.revoke(key_id)
     out.data({"ok": True, "id": key_id, "key": revoked}, human=f"revoked {key_id}")
-
-
-def _webhook_row(webhook: Webhook) -> list[str]:
-    return [
-        webhook.id,
-        webhook.url,
-        " ".join(webhook.events),
-        "yes" if webhook.enabled else "no",
-        _when(webhook.last_status),
-    ]
 
 
 @webhooks_app.command("list")
@@ -126,16 +119,9 @@ def list_webhooks(
 ) -> None:
     """List the account's webhooks."""
     out = Output(json_mode=json_output)
-    with Credentials(
-        state_dir, base_url=base_url, console_token=console_token
-    ).console_client() as console:
+    with _console_client(console_token, base_url, state_dir) as console:
         webhooks = console.webhooks.list()
-    out.data({"webhooks": webhooks})
-    out.table(
-        "Webhooks",
-        ("ID", "URL", "EVENTS", "ENABLED", "LAST STATUS"),
-        [_webhook_row(w) for w in webhooks],
-    )
+    out.records(webhooks, _WEBHOOK_COLUMNS, title="Webhooks", json_key="webhooks")
 
 
 @webhooks_app.command("create")
@@ -152,9 +138,7 @@ def create_webhook(
 ) -> None:
     """Register a webhook; its signing secret is shown this once only."""
     out = Output(json_mode=json_output)
-    with Credentials(
-        state_dir, base_url=base_url, console_token=console_token
-    ).console_client() as console:
+    with _console_client(console_token, base_url, state_dir) as console:
         created = console.webhooks.create(url, events=events)
     out.data(created, human=f"created {created.webhook.id} for {created.webhook.url}")
     out.line(f"signing secret (shown once, store it now): {created.secret}")
@@ -172,8 +156,6 @@ def delete_webhook(
 ) -> None:
     """Delete a webhook."""
     out = Output(json_mode=json_output)
-    with Credentials(
-        state_dir, base_url=base_url, console_token=console_token
-    ).console_client() as console:
+    with _console_client(console_token, base_url, state_dir) as console:
         deleted = console.webhooks.delete(webhook_id)
     out.data({"ok": True, "id": webhook_id, "webhook": deleted}, human=f"deleted {webhook_id}")

@@ -27,7 +27,7 @@ def _desktop_size(rig: Rig) -> str:
     return "" if rig.native_width is None else f"{rig.native_width}x{rig.native_height}"
 
 
-RIG_COLUMNS: tuple[Column[Rig], ...] = (
+_RIG_COLUMNS: tuple[Column[Rig], ...] = (
     Column("ID", lambda rig: rig.id),
     Column("NAME", lambda rig: rig.name),
     Column("STATE", lambda rig: "online" if rig.online else "offline"),
@@ -48,7 +48,7 @@ def list_rigs(
     out = Output(json_mode=json_output)
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         rigs = client.rigs.list()
-    out.records(rigs, RIG_COLUMNS, title="Rigs", json_key="rigs")
+    out.records(rigs, _RIG_COLUMNS, title="Rigs", json_key="rigs")
 
 
 @rigs_app.command("show")
@@ -63,7 +63,7 @@ def show_rig(
     out = Output(json_mode=json_output)
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         rig = client.rigs.get(rig_id)
-    out.record(rig, RIG_COLUMNS, title="Rig")
+    out.record(rig, _RIG_COLUMNS, title="Rig")
     if rig.os or rig.agent_version:
         out.line(f"os {rig.os or '?'}, agent {rig.agent_version or '?'}")
 

@@ -24,8 +24,6 @@ from ._context import (
     JsonOption,
     SessionOption,
     StateDirOption,
-    resolve_session_id,
-    session_errors,
 )
 from ._output import CliError, ExitCode, Output
 
@@ -61,11 +59,7 @@ def live_session(
     api_key: str | None, base_url: str | None, state_dir: Path, session: str | None
 ) -> Iterator[SessionHandle]:
     """A handle on `--session` (or the remembered session), its client closed after."""
-    session_id = resolve_session_id(session, state_dir)
-    with (
-        Credentials(state_dir, api_key, base_url).api_client() as client,
-        session_errors(state_dir, session_id),
-    ):
+    with Credentials(state_dir, api_key, base_url).session_client(session) as (client, session_id):
         yield client.sessions.attach(session_id)
 
 

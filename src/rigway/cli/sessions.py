@@ -28,11 +28,12 @@ __all__ = ["pick_rig", "sessions_app"]
 
 sessions_app = typer.Typer(help="Start, list, inspect and end sessions.", no_args_is_help=True)
 
+
 def _started(session: Session) -> str:
     return "" if session.started_at is None else session.started_at.isoformat(timespec="seconds")
 
 
-SESSION_COLUMNS: tuple[Column[Session], ...] = (
+_SESSION_COLUMNS: tuple[Column[Session], ...] = (
     Column("ID", lambda session: session.session_id),
     Column("RIG", lambda session: session.rig_id),
     Column("STATUS", lambda session: session.status),
@@ -100,7 +101,7 @@ def list_sessions(
     out = Output(json_mode=json_output)
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         sessions = client.sessions.list()
-    out.records(sessions, SESSION_COLUMNS, title="Sessions", json_key="sessions")
+    out.records(sessions, _SESSION_COLUMNS, title="Sessions", json_key="sessions")
 
 
 @sessions_app.command("show")
@@ -118,7 +119,7 @@ def show_session(
     credentials = Credentials(state_dir, api_key, base_url)
     with credentials.session_client(session_id) as (client, resolved):
         session = client.sessions.get(resolved)
-    out.record(session, SESSION_COLUMNS, title="Session")
+    out.record(session, _SESSION_COLUMNS, title="Session")
 
 
 @sessions_app.command("end")

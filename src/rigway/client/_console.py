@@ -11,7 +11,7 @@ import builtins
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import httpx2
 
@@ -26,14 +26,25 @@ __all__ = ["AsyncRigwayConsole", "RigwayConsole"]
 
 Environment = Literal["live", "test"]
 
+ClientT = TypeVar("ClientT", SyncAPIClient, AsyncAPIClient)
+
+
+class _ConsoleResource(Generic[ClientT]):
+    """A group of console endpoints (`console.keys`, …) over the client that sends them.
+
+    Sync and async groups differ only in `await`: each method builds its request with
+    `_operations` and hands it to `ClientT._request`.
+    """
+
+    def __init__(self, client: ClientT) -> None:
+        self._client = client
+
+
 # ------------------------------------------------------------------------- sync
 
 
-class ConsoleKeys:
+class ConsoleKeys(_ConsoleResource[SyncAPIClient]):
     """`console.keys`: the account's API keys."""
-
-    def __init__(self, client: SyncAPIClient) -> None:
-        self._client = client
 
     def list(self) -> builtins.list[ApiKey]:
         """Active API keys, by prefix only (`GET /v1/keys`)."""
@@ -60,11 +71,8 @@ class ConsoleKeys:
         return self._client._request(ops.revoke_key(key_id))
 
 
-class ConsoleWebhooks:
+class ConsoleWebhooks(_ConsoleResource[SyncAPIClient]):
     """`console.webhooks`: session webhooks (at most 5 per account)."""
-
-    def __init__(self, client: SyncAPIClient) -> None:
-        self._client = client
 
     def list(self) -> builtins.list[Webhook]:
         """Registered webhooks (`GET /v1/webhooks`), without secrets."""
@@ -92,11 +100,8 @@ class ConsoleWebhooks:
         return self._client._request(ops.delete_webhook(webhook_id))
 
 
-class ConsoleRigs:
+class ConsoleRigs(_ConsoleResource[SyncAPIClient]):
     """`console.rigs`: owner-side rig management."""
-
-    def __init__(self, client: SyncAPIClient) -> None:
-        self._client = client
 
     def update(
         self, rig_id: str, *, api_access_enabled: bool | None = None, name: str | None = None
@@ -118,11 +123,8 @@ class ConsoleRigs:
         return self._client._request(ops.create_pairing_code())
 
 
-class ConsoleSessions:
+class ConsoleSessions(_ConsoleResource[SyncAPIClient]):
     """`console.sessions`: all active sessions of the account, and the owner kill."""
-
-    def __init__(self, client: SyncAPIClient) -> None:
-        self._client = client
 
     def list(self) -> builtins.list[Session]:
         """All active sessions of the account (`GET /v1/sessions` with a console token)."""
@@ -178,11 +180,8 @@ class RigwayConsole(SyncAPIClient):
 # ------------------------------------------------------------------------ async
 
 
-class AsyncConsoleKeys:
+class AsyncConsoleKeys(_ConsoleResource[AsyncAPIClient]):
     """`console.keys`: the account's API keys."""
-
-    def __init__(self, client: AsyncAPIClient) -> None:
-        self._client = client
 
     async def list(self) -> builtins.list[ApiKey]:
         """Active API keys, by prefix only (`GET /v1/keys`)."""
@@ -205,11 +204,8 @@ class AsyncConsoleKeys:
         return await self._client._request(ops.revoke_key(key_id))
 
 
-class AsyncConsoleWebhooks:
+class AsyncConsoleWebhooks(_ConsoleResource[AsyncAPIClient]):
     """`console.webhooks`: session webhooks (at most 5 per account)."""
-
-    def __init__(self, client: AsyncAPIClient) -> None:
-        self._client = client
 
     async def list(self) -> builtins.list[Webhook]:
         """Registered webhooks (`GET /v1/webhooks`), without secrets."""
@@ -236,11 +232,8 @@ class AsyncConsoleWebhooks:
         return await self._client._request(ops.delete_webhook(webhook_id))
 
 
-class AsyncConsoleRigs:
+class AsyncConsoleRigs(_ConsoleResource[AsyncAPIClient]):
     """`console.rigs`: owner-side rig management."""
-
-    def __init__(self, client: AsyncAPIClient) -> None:
-        self._client = client
 
     async def update(
         self, rig_id: str, *, api_access_enabled: bool | None = None, name: str | None = None
@@ -259,11 +252,8 @@ class AsyncConsoleRigs:
         return await self._client._request(ops.create_pairing_code())
 
 
-class AsyncConsoleSessions:
+class AsyncConsoleSessions(_ConsoleResource[AsyncAPIClient]):
     """`console.sessions`: all active sessions of the account, and the owner kill."""
-
-    def __init__(self, client: AsyncAPIClient) -> None:
-        self._client = client
 
     async def list(self) -> builtins.list[Session]:
         """All active sessions of the account (`GET /v1/sessions` with a console token)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -207,9 +208,28 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         console_router,
     ):
         app.include_router(router)
+    _declare_400_not_422(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def _declare_400_not_422(app: FastAPI) -> None:
+    """FastAPI documents 422 for every validated route; this gateway answers 400
+    `invalid_request` instead (declared by `error_responses`), so drop the 422s."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            for operations in schema.get("paths", {}).values():
+                for operation in operations.values():
+                    operation.get("responses", {}).pop("422", None)
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(unused, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _install_error_handlers(app: FastAPI) -> None:

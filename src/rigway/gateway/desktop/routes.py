@@ -144,6 +144,7 @@ async def send_input(
     """Runs 1 to 100 events in order; answers after the last one ran."""
     live = await _live(request, session_id, caller, "input")
     services = services_of(request)
+    services.desktop.check_points(live, body)  # a refused batch costs no quota
     await services.rate_limits.hit_input_events(caller.key_id, len(body.events))
     count = await services.desktop.input(live, body)
     return InputBatchOut(ok=True, count=count)

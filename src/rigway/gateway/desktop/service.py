@@ -158,10 +158,13 @@ class DesktopService:
             width=snapshot.width, height=snapshot.height, targets=_public_targets(snapshot)
         )
 
+    def check_points(self, live: LiveSession, batch: InputBatchIn) -> None:
+        for index, event in enumerate(batch.events):
+            self._check_point(live, index, getattr(event, "x", None), getattr(event, "y", None))
+
     async def input(self, live: LiveSession, batch: InputBatchIn) -> int:
+        self.check_points(live, batch)
         events = [event.model_dump() for event in batch.events]
-        for index, event in enumerate(events):
-            self._check_point(live, index, event.get("x"), event.get("y"))
         # The host pauses delay_ms after each event: the deadline grows with them.
         timeout_s = self._settings.host_timeout_s + sum(e["delay_ms"] for e in events) / 1000
         self._sessions.record_activity(live)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rigway.gateway.errors import NotFound
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.services import services_of
+from rigway.gateway.validation import StoredText
 
 router = APIRouter(tags=["console: sign-in"])
 
@@ -17,8 +18,8 @@ router = APIRouter(tags=["console: sign-in"])
 class SignInIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    email: str = Field(min_length=3, max_length=320)
-    password: str = Field(min_length=1, max_length=1024)
+    email: StoredText = Field(min_length=3, max_length=320)
+    password: StoredText = Field(min_length=1, max_length=1024)
 
 
 class SignInOut(BaseModel):

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigway.gateway.auth.api_keys import ALL_SCOPES
+from rigway.gateway.validation import StoredText
 
 Scope = Literal["rigs:read", "rigs:wake", "sessions", "input", "apps", "stream"]
 assert set(Scope.__args__) == set(ALL_SCOPES)  # type: ignore[attr-defined]
@@ -16,7 +17,7 @@ assert set(Scope.__args__) == set(ALL_SCOPES)  # type: ignore[attr-defined]
 class CreateKeyIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str = Field(default="", max_length=200)
+    name: StoredText = Field(default="", max_length=200)
     environment: Literal["live", "test"] = "live"
     scopes: list[Scope] | None = Field(default=None, min_length=1, max_length=len(ALL_SCOPES))
 

@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigway.gateway.validation import StoredText
+
 
 class RigOut(BaseModel):
     id: str
@@ -28,10 +30,10 @@ class RigListOut(BaseModel):
 class PairIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    code: str = Field(min_length=1, max_length=64)
-    name: str = Field(min_length=1, max_length=200)
-    os: str = Field(default="", max_length=128)
-    gpu: str = Field(default="", max_length=128)
+    code: StoredText = Field(min_length=1, max_length=64)
+    name: StoredText = Field(min_length=1, max_length=200)
+    os: StoredText = Field(default="", max_length=128)
+    gpu: StoredText = Field(default="", max_length=128)
 
 
 class PairOut(BaseModel):
@@ -47,7 +49,7 @@ class PairingCodeOut(BaseModel):
 class UpdateRigIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: StoredText | None = Field(default=None, min_length=1, max_length=200)
     api_access_enabled: bool | None = None
 
 

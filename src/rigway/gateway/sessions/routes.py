@@ -29,7 +29,10 @@ async def create_session(request: Request, body: CreateSessionIn, caller: ApiCal
 async def list_sessions(request: Request, caller: AnyCaller) -> SessionListOut:
     """With an API key: the active sessions it created. With a console token: all
     active sessions of the account."""
-    key_id = caller.key_id if isinstance(caller, ApiPrincipal) else None
+    key_id = None
+    if isinstance(caller, ApiPrincipal):
+        caller.require("sessions")
+        key_id = caller.key_id
     sessions = await services_of(request).sessions.list_active(caller.account_id, key_id)
     return SessionListOut(sessions=sessions)
 
@@ -51,6 +54,7 @@ async def kill_session(request: Request, session_id: str, caller: ConsoleCaller)
     responses=error_responses(401, 404, 429),
 )
 async def get_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+    caller.require("sessions")
     return await services_of(request).sessions.get(caller.account_id, session_id)
 
 

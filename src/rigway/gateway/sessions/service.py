@@ -210,7 +210,9 @@ class SessionService:
             return ops.SessionStarted.model_validate(reply.body)
         except HostTimeoutError as exc:
             raise HostTimeout("the host did not acknowledge the session start") from exc
-        except (HostUnavailableError, HostOpError, ValueError) as exc:
+        except HostOpError as exc:
+            raise HostError(f"the host could not start the session: {exc.detail}") from exc
+        except (HostUnavailableError, ValueError) as exc:
             raise HostError(f"the host could not start the session ({exc})") from exc
 
     # ---- end ----

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigway.gateway.validation import StoredText
+
 WebhookEvent = Literal["session.started", "session.ended"]
 ALL_EVENTS: list[WebhookEvent] = ["session.started", "session.ended"]
 
@@ -14,7 +16,7 @@ ALL_EVENTS: list[WebhookEvent] = ["session.started", "session.ended"]
 class CreateWebhookIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    url: str = Field(min_length=1, max_length=2048)
+    url: StoredText = Field(min_length=1, max_length=2048)
     events: list[WebhookEvent] | None = Field(default=None, min_length=1, max_length=2)
 
 
