@@ -36,6 +36,8 @@ class _ConsoleResource(Generic[ClientT]):
     `_operations` and hands it to `ClientT._request`.
     """
 
+    _client: ClientT
+
     def __init__(self, client: ClientT) -> None:
         self._client = client
 
