@@ -196,7 +196,7 @@ def _observe(session: Session) -> dict[str, list[float]]:
     return samples
 
 
-def _unchanged_screenshots(session: Session, factory_pid: int) -> tuple[list[float], int]:
+def _unchanged_screenshots(session: Session, factory_pid: int) -> dict[str, Any]:
     session.post("/app/kill", {"pid": factory_pid})
     session.launch("zenity", "--info", "--title=Quiet", "--text=Nothing moves here")
     wait_until(
@@ -206,18 +206,33 @@ def _unchanged_screenshots(session: Session, factory_pid: int) -> tuple[list[flo
     )
     wait_until(lambda: session.get("/dirty").json()["rects"] == [], message="a quiet screen")
     first = _shot(session).jpeg
-    samples, cached = [], 0
+    shots = []
     for _ in range(WARM_UP + ROUNDS):
         shot = _shot(session)
         assert shot.jpeg == first, "the screen changed: the unchanged figure would be wrong"
-        samples.append(shot.elapsed_ms)
-        cached += shot.cached
-    return samples[WARM_UP:], cached - WARM_UP
+        shots.append(shot)
+    shots = shots[WARM_UP:]
+    return {
+        "gateway": [s.elapsed_ms for s in shots],
+        "host": [s.host_ms for s in shots],
+        "link": [s.link_ms for s in shots],
+        "cached": sum(s.cached for s in shots),
+    }
+
+
+def _up_env(desk: XDesktop) -> dict[str, str]:
+    """The desktop's DISPLAY and session bus, and quotas a benchmark does not hit: it
+    sends ~1,500 requests a minute, past the default 1200/minute per key."""
+    return {
+        **desk.env,
+        "RIGWAY_REQUEST_RATE_LIMIT": "100000/minute",
+        "RIGWAY_INPUT_EVENT_RATE_LIMIT": "100000/minute",
+    }
 
 
 def main() -> None:
     load_before = os.getloadavg()
-    with XDesktop(1920, 1080) as desk, rigway_up("x11", env=desk.env) as local:
+    with XDesktop(1920, 1080) as desk, rigway_up("x11", env=_up_env(desk)) as local:
         headers = {"Authorization": f"Bearer {local['api_key']}"}
         with httpx2.Client(base_url=local["base_url"], headers=headers, trust_env=False) as client:
             session = Session(client, local["rig_ids"][0])
@@ -227,7 +242,7 @@ def main() -> None:
                 grab_ms, floor_ms = _floor(desk)
                 scrot_ms = _scrot(desk)
                 observe_ms = _observe(session)
-                unchanged_ms, unchanged_cached = _unchanged_screenshots(session, factory_pid)
+                unchanged = _unchanged_screenshots(session, factory_pid)
             finally:
                 session.end()
     load_after = os.getloadavg()
@@ -251,12 +266,15 @@ def main() -> None:
     print()
     print("unchanged screen: a zenity --info dialog (the factory's spinners never stop, so")
     print("it was killed first); same params, nothing drawn between shots")
+    unchanged_ms = unchanged["gateway"]
     print(row("screenshot through the gateway (cached JPEG)", unchanged_ms))
-    print(f"  shots served from the cache: {unchanged_cached}/{ROUNDS} (expected all)")
-    unchanged, speedup = p50(unchanged_ms), p50(scrot_ms) / p50(unchanged_ms)
+    print(row("  host link round trip, seen by the gateway", unchanged["link"]))
+    print(row("  agent cache lookup (host_jpeg_ms)", unchanged["host"]))
+    print(f"  shots served from the cache: {unchanged['cached']}/{ROUNDS} (expected all)")
+    unchanged_p50, speedup = p50(unchanged_ms), p50(scrot_ms) / p50(unchanged_ms)
     print(
-        f"  p50 {unchanged:.2f} ms (bar <= {UNCHANGED_BAR_MS:.0f} ms): "
-        f"{_verdict(unchanged <= UNCHANGED_BAR_MS)}"
+        f"  p50 {unchanged_p50:.2f} ms (bar <= {UNCHANGED_BAR_MS:.0f} ms): "
+        f"{_verdict(unchanged_p50 <= UNCHANGED_BAR_MS)}"
     )
     print(
         f"  scrot+read p50 / unchanged p50: {speedup:.1f}x (bar >= "

@@ -7,8 +7,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigway.gateway.validation import StoredText
-
 SessionMode = Literal["desktop", "app"]
 SessionStatus = Literal["active", "ended", "failed"]
 EndReason = Literal[
@@ -19,7 +17,7 @@ EndReason = Literal[
 class CreateSessionIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    rig_id: StoredText = Field(min_length=1, max_length=64)
+    rig_id: str = Field(min_length=1, max_length=64)
     mode: SessionMode = "desktop"
     idle_timeout_seconds: int = Field(default=900, ge=60, le=3600)
 
