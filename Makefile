@@ -39,7 +39,9 @@ unit-postgres: setup
 test: system-deps lint typecheck unit unit-postgres
 
 bench: setup
-	$(PY) bench/run_all.py
+	$(PY) -m bench.gateway_sim
+	$(PY) -m bench.x11_gateway
+	$(PY) -m bench.stream
 
 clean:
 	rm -rf .venv .rigway .mypy_cache .ruff_cache .pytest_cache

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rigway import event_loop
+
 if TYPE_CHECKING:
     from rigway.agent.backends.base import Desktop
     from rigway.agent.link import AgentLink
@@ -83,7 +85,7 @@ def run_command(
     socket_path = control_socket or default_control_socket(token_file)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_serve(settings, desktop, socket_path))
+            event_loop.run(_serve(settings, desktop, socket_path))
     finally:
         desktop.close()
 

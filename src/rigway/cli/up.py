@@ -22,6 +22,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
+from rigway import event_loop
 from rigway.agent.pairing import pair
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
@@ -246,4 +247,4 @@ def up(
     settings = load_settings(
         os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"
     )
-    asyncio.run(run_local(settings, host, port, rigs, desktop))
+    event_loop.run(run_local(settings, host, port, rigs, desktop))
