@@ -396,3 +396,25 @@ async def test_password_guessing_is_rate_limited_per_email(owner_stack: Stack) -
         statuses.append(attempt.status_code)
     assert statuses == [401] * 10 + [429]
     assert "Retry-After" in attempt.headers
+
+
+async def test_pairing_code_works_once(owner_stack: Stack) -> None:
+    async with console(owner_stack) as owner:
+        code = (await owner.post("/v1/rigs/pairing-codes")).json()["code"]
+    body = {"code": code, "name": "desk", "os": "test-os", "gpu": ""}
+    first = await owner_stack.client.post("/v1/agent/pair", json=body)
+    again = await owner_stack.client.post("/v1/agent/pair", json=body)
+    assert first.status_code == 201
+    assert first.json()["rig_token"].startswith("rgwr_")
+    assert again.status_code == 400
+    assert again.json()["error"].startswith("invalid_request: pairing code")
+
+
+async def test_expired_pairing_code_is_refused(tmp_path: Path, database_url: str) -> None:
+    async with running_stack(
+        tmp_path / "state", database_url, rigs=0, pairing_code_ttl_s=0.0
+    ) as stack:
+        code = await stack.services.rigs.create_pairing_code(stack.account_id)
+        body = {"code": code.code, "name": "desk"}
+        refused = await stack.client.post("/v1/agent/pair", json=body)
+    assert refused.status_code == 400
