@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from jeepney import HeaderFields
 
 from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
 from rigway.agent.backends.x11 import X11Desktop
@@ -31,10 +30,7 @@ def test_password_is_masked_never_read_and_typed_exactly(
     real_call_many = AtspiConnection.call_many
 
     def recording(self: AtspiConnection, messages: Sequence[Any], deadline: float) -> Any:
-        sent.extend(
-            (m.header.fields[HeaderFields.path], m.header.fields[HeaderFields.member])
-            for m in messages
-        )
+        sent.extend((m.path, m.member) for m in messages)
         return real_call_many(self, messages, deadline)
 
     monkeypatch.setattr(AtspiConnection, "call_many", recording)

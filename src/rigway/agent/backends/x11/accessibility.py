@@ -5,8 +5,11 @@ The walk, in four pipelined steps, all bounded by the budget's deadline:
    toolkits that never set it (Chromium) are found through X11 `_NET_ACTIVE_WINDOW` →
    owner pid → the AT-SPI application with that pid;
 2. `Collection.GetMatches` on that window: showing controls with interactive roles,
-   plus the focused object, walked inside the app in one round trip;
-3. role, state, name and screen extents of each match;
+   plus the focused object, walked inside the app in one round trip (with the window's
+   name and role);
+3. role, state, name and screen extents of each match (a role is asked once per object
+   path and remembered for that application, except for text controls, whose role decides
+   whether their text may be read: theirs is asked every time);
 4. values: the text of text controls (never of a `password text`: that role is masked
    and its text is never requested), the state of toggles, the number of ranges.
 """
@@ -55,6 +58,10 @@ MAX_VALUE_CHARS = 10_000
 MATCH_ALL, MATCH_ANY = 1, 2
 SORT_CANONICAL = 1
 MATCH_RULE_SIGNATURE = "(aiia{ss}iaiiasib)uib"
+# Remembered roles, per application bus name; past this many the memory starts over.
+MAX_CACHED_ROLES = 10_000
+# Roles that are asked again every snapshot: they decide whether a text is read.
+FRESH_ROLES: frozenset[int] = roles.TEXTUAL | {roles.PASSWORD_TEXT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +113,10 @@ class X11Accessibility:
         self._lock = threading.Lock()
         self._bus: AtspiConnection | None = None
         self._x: Any = None
+        # Object path -> role, for the application with this unique bus name (unique
+        # names are never reused on a bus, so a new app never sees another's roles).
+        self._roles_app = ""
+        self._roles: dict[str, int] = {}
 
     def snapshot(self, budget: WalkBudget) -> AccessibilitySnapshot:
         deadline = time.monotonic() + budget.deadline_s
@@ -127,13 +138,9 @@ class X11Accessibility:
         window = self._active_window(walk)
         if window is None:
             return AccessibilitySnapshot("", "", [], truncated=walk.truncated)
-        name, role = walk.calls(
-            [
-                get_property(window.ref, "Accessible", "Name"),
-                method(window.ref, "Accessible", "GetRole"),
-            ]
-        )
-        refs = self._matches(walk, window.ref, max_elements)
+        name, role, refs = self._matches(walk, window.ref, max_elements)
+        if window.app[0] != self._roles_app or len(self._roles) > MAX_CACHED_ROLES:
+            self._roles_app, self._roles = window.app[0], {}
         elements = self._describe(walk, refs)
         title = "" if name is None else str(name[0][1])
         return AccessibilitySnapshot(
@@ -205,12 +212,17 @@ class X11Accessibility:
             return None
 
     # -- step 2: the matches ---------------------------------------------------------
-    def _matches(self, walk: _Walk, window: Ref, max_elements: int) -> list[Ref]:
+    def _matches(
+        self, walk: _Walk, window: Ref, max_elements: int
+    ) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, list[Ref]]:
+        """The window's name and role replies, and its matches (in the same round trip)."""
         cap = max(0, max_elements)
         interactive_rule = _match_rule([STATE_SHOWING], sorted(roles.INTERACTIVE))
         focused_rule = _match_rule([STATE_FOCUSED], [])
-        interactive, focused = walk.calls(
+        name, role, interactive, focused = walk.calls(
             [
+                get_property(window, "Accessible", "Name"),
+                method(window, "Accessible", "GetRole"),
                 method(
                     window,
                     "Collection",
@@ -238,27 +250,36 @@ class X11Accessibility:
                     walk.truncated = True
                     refs = refs[:-1]
                 refs.append(ref)
-        return refs
+        return name, role, refs
 
     # -- steps 3 and 4: describe -----------------------------------------------------
     def _describe(self, walk: _Walk, refs: list[Ref]) -> list[AccessibleElement]:
         messages = []
+        asked_roles = []
         for ref in refs:
+            known = self._known_role(ref)
+            if known is None or known in FRESH_ROLES:
+                asked_roles.append(ref)
+                messages.append(method(ref, "Accessible", "GetRole"))
             messages += [
-                method(ref, "Accessible", "GetRole"),
                 method(ref, "Accessible", "GetState"),
                 get_property(ref, "Accessible", "Name"),
                 method(ref, "Component", "GetExtents", "u", (0,)),  # 0: screen coordinates
             ]
-        replies = walk.calls(messages)
+        replies = iter(walk.calls(messages))
+        asked = set(asked_roles)
         described = []
-        for i, ref in enumerate(refs):
-            role, state, name, extents = replies[4 * i : 4 * i + 4]
-            if role is None or state is None or name is None or extents is None:
+        for ref in refs:
+            role_reply = next(replies) if ref in asked else (self._known_role(ref),)
+            state, name, extents = next(replies), next(replies), next(replies)
+            if role_reply is None or state is None or name is None or extents is None:
                 continue  # the object went away between calls, or time ran out
+            role = int(role_reply[0])
+            if ref in asked and ref[0] == self._roles_app:
+                self._roles[ref[1]] = role
             box = self._clip(extents[0])
             if box is not None:
-                described.append((ref, int(role[0]), list(state[0]), str(name[0][1]), box))
+                described.append((ref, role, list(state[0]), str(name[0][1]), box))
         values = self._values(walk, [(ref, role, state) for ref, role, state, _, _ in described])
         return [
             AccessibleElement(
@@ -275,6 +296,9 @@ class X11Accessibility:
             )
             for ref, role, state, name, box in described
         ]
+
+    def _known_role(self, ref: Ref) -> int | None:
+        return self._roles.get(ref[1]) if ref[0] == self._roles_app else None
 
     def _clip(self, extents: Sequence[int]) -> tuple[int, int, int, int] | None:
         """Screen extents clipped to the desktop; None when nothing of it is on screen."""
@@ -316,6 +340,7 @@ class X11Accessibility:
         return self._bus
 
     def _drop_bus(self) -> None:
+        self._roles_app, self._roles = "", {}
         bus, self._bus = self._bus, None
         if bus is not None:
             bus.close()

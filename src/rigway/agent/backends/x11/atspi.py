@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jeepney import DBusAddress, Message, MessageType, Properties, new_method_call
+from jeepney import DBusAddress, HeaderFields, Message, MessageType, Properties, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 from jeepney.low_level import Endianness, parse_signature
 
@@ -134,8 +134,11 @@ class AtspiConnection:
         self._conn = conn
         self._sock: socket.socket = conn.sock
         self._sock.settimeout(SEND_TIMEOUT_S)
+        # What jeepney read past the Hello reply (a NameAcquired signal, say) is ours now.
         pending = conn.parser.buf
-        self._buf = bytearray(pending.read(pending.bytes_buffered))
+        self._buf = bytearray(
+            pending.read(pending.bytes_buffered) if pending.bytes_buffered else b""
+        )
         self._serial = next(conn.outgoing_serial)
         self._wire: dict[Call, bytes] = {}
 
@@ -143,7 +146,7 @@ class AtspiConnection:
         """Send all, then collect replies until the deadline; None for an error or no reply."""
         first = self._serial
         self._serial += len(messages)
-        chunks = []
+        chunks: list[bytes] = []
         for offset, call in enumerate(messages):
             wire = self._wire_bytes(call)
             chunks += (wire[:8], struct.pack("<I", (first + offset) & 0xFFFFFFFF), wire[12:])
@@ -220,22 +223,30 @@ class AtspiConnection:
         return out
 
 
+_REPLY_SERIAL_FIELD = 5
+_METHOD_RETURN = MessageType.method_return.value
+_ERROR = MessageType.error.value
+_SIGNATURE_FIELD = 8
+
+
 def _decode(raw: bytes, body_start: int) -> tuple[int, tuple[tuple[Any, ...]] | None]:
     kind = raw[1]
-    if kind not in (MessageType.method_return.value, MessageType.error.value):
+    if kind not in (_METHOD_RETURN, _ERROR):
         return -1, None
-    if raw[0] != 0x6C:
+    if raw[0] == 0x6C:
+        try:
+            reply_serial, signature = _reply_fields(raw)
+            if kind == _ERROR:
+                return reply_serial, None
+            return reply_serial, (_body(raw, body_start, signature),)
+        except (ValueError, IndexError, struct.error):
+            pass  # not the shape the fast path expects: jeepney decodes it
+    try:
         message = Message.from_buffer(raw)
-        reply_serial = int(message.header.fields.get(_REPLY_SERIAL_FIELD, -1))
-        return reply_serial, None if kind == MessageType.error.value else (tuple(message.body),)
-    reply_serial, signature = _reply_fields(raw)
-    if kind == MessageType.error.value:
-        return reply_serial, None
-    return reply_serial, (_body(raw, body_start, signature),)
-
-
-_REPLY_SERIAL_FIELD = 5
-_SIGNATURE_FIELD = 8
+    except (ValueError, IndexError, KeyError, struct.error):
+        return -1, None  # undecodable: its call gets no reply, bounded by the deadline
+    reply_serial = int(message.header.fields.get(HeaderFields.reply_serial, -1))
+    return reply_serial, None if kind == _ERROR else (tuple(message.body),)
 
 
 def _reply_fields(raw: bytes) -> tuple[int, str]:
