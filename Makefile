@@ -27,8 +27,9 @@ typecheck: setup
 	.venv/bin/mypy
 	.venv/bin/mypy examples
 
+# On SQLite (the default store), whatever RIGWAY_TEST_DATABASE_URL says.
 unit: setup
-	.venv/bin/pytest -q
+	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q
 
 # The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one.
 unit-postgres: setup

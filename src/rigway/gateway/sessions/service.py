@@ -159,6 +159,9 @@ class SessionService:
         now = self._clock.now()
         try:
             async with self._sessions.begin() as db:
+                # One creator per account at a time, so the concurrency cap holds under
+                # races (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE already serialises).
+                await repository.lock_account(db, account_id)
                 rig = await rigs_repository.get_for_account(db, account_id, request.rig_id)
                 if rig is None:
                     raise rig_not_found()

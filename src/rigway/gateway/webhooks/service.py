@@ -12,6 +12,7 @@ from rigway.gateway.db.models import Webhook
 from rigway.gateway.errors import Conflict, InvalidRequest, NotFound
 from rigway.gateway.ids import is_well_formed, new_uuid
 from rigway.gateway.secret_box import SecretBox
+from rigway.gateway.sessions.repository import lock_account
 from rigway.gateway.webhooks.schemas import (
     ALL_EVENTS,
     CreateWebhookIn,
@@ -85,6 +86,8 @@ class WebhookService:
             created_at=self._clock.now(),
         )
         async with self._sessions.begin() as db:
+            # Serialise creators of one account so the cap holds under races.
+            await lock_account(db, account_id)
             count = await db.scalar(select(func.count()).where(Webhook.account_id == account_id))
             if int(count or 0) >= self._max_per_account:
                 raise Conflict(
