@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 
-from rigway.gateway.db.models import Account, Session
+from rigway.gateway.db.models import Session
 from rigway.gateway.ids import is_well_formed
 
 
@@ -27,10 +27,6 @@ async def list_active(db: DbSession, account_id: str, api_key_id: str | None) ->
 
 async def all_active(db: DbSession) -> list[Session]:
     return list(await db.scalars(select(Session).where(Session.status == "active")))
-
-
-async def lock_account(db: DbSession, account_id: str) -> None:
-    await db.execute(select(Account.id).where(Account.id == account_id).with_for_update())
 
 
 async def count_active(db: DbSession, account_id: str) -> int:

@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import Session
 from rigway.gateway.errors import (
@@ -161,7 +162,7 @@ class SessionService:
             async with self._sessions.begin() as db:
                 # One creator per account at a time, so the concurrency cap holds under
                 # races (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE already serialises).
-                await repository.lock_account(db, account_id)
+                await lock_account(db, account_id)
                 rig = await rigs_repository.get_for_account(db, account_id, request.rig_id)
                 if rig is None:
                     raise rig_not_found()

@@ -7,12 +7,12 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import Webhook
 from rigway.gateway.errors import Conflict, InvalidRequest, NotFound
 from rigway.gateway.ids import is_well_formed, new_uuid
 from rigway.gateway.secret_box import SecretBox
-from rigway.gateway.sessions.repository import lock_account
 from rigway.gateway.webhooks.schemas import (
     ALL_EVENTS,
     CreateWebhookIn,
