@@ -10,6 +10,9 @@ from rigway.gateway.db.models import Account
 
 async def lock_account(db: DbSession, account_id: str) -> None:
     """Serialise this transaction with others that lock the same account, so per-account
-    caps (concurrent sessions, webhooks) hold under races. A PostgreSQL row lock; SQLite
-    drops FOR UPDATE, where BEGIN IMMEDIATE already serialises writers."""
-    await db.execute(select(Account.id).where(Account.id == account_id).with_for_update())
+    caps (concurrent sessions, webhooks) hold under races. On PostgreSQL a row lock, FOR
+    NO KEY UPDATE: it excludes other lockers but not the KEY SHARE that inserts referring
+    to the account take (a plain FOR UPDATE deadlocks with a session start's second
+    transaction). SQLite drops FOR UPDATE; its BEGIN IMMEDIATE already serialises."""
+    query = select(Account.id).where(Account.id == account_id)
+    await db.execute(query.with_for_update(key_share=True))
