@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-import httpx2
-
+from bench.lean_http import LeanClient
 from bench.local_stack import rigway_up
 from bench.stats import p50, row
 
@@ -19,7 +18,7 @@ _HOST_JPEG = re.compile(r"host-jpeg;dur=([0-9.]+)")
 _LINK = re.compile(r"link;dur=([0-9.]+)")
 
 
-def _checkbox_centre(client: httpx2.Client, session: str) -> tuple[int, int]:
+def _checkbox_centre(client: LeanClient, session: str) -> tuple[int, int]:
     targets = client.get(f"/v1/sessions/{session}/targets").json()["targets"]
     box = next(t for t in targets if t["role"] == "check box")
     return box["x"] + box["w"] // 2, box["y"] + box["h"] // 2
@@ -28,7 +27,7 @@ def _checkbox_centre(client: httpx2.Client, session: str) -> tuple[int, int]:
 def main() -> None:
     with rigway_up("sim") as local:
         headers = {"Authorization": f"Bearer {local['api_key']}"}
-        with httpx2.Client(base_url=local["base_url"], headers=headers, trust_env=False) as client:
+        with LeanClient(local["base_url"], headers) as client:
             created = client.post("/v1/sessions", json={"rig_id": local["rig_ids"][0]})
             session = created.json()["session_id"]
             x, y = _checkbox_centre(client, session)
@@ -57,7 +56,7 @@ def main() -> None:
                 client.get(f"/v1/sessions/{session}/observe", params={"image": 0})
                 observe_ms.append((time.perf_counter() - started) * 1000)
             client.delete(f"/v1/sessions/{session}")
-    print("sim desktop 1920x1080, JPEG q85, through the gateway (HTTP, own process)")
+    print("sim desktop 1920x1080, JPEG q85, through the gateway (stdlib HTTP client, own process)")
     print(row("screenshot, changed screen (gateway RTT)", changed_ms))
     print(row("  host link round trip, seen by the gateway", link_ms))
     print(row("  agent capture+encode (host_jpeg_ms)", host_ms))

@@ -26,12 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import httpx2
 import mss
 import numpy as np
 import simplejpeg
 from tests.support.x_desktop import XDesktop, wait_until
 
+from bench.lean_http import LeanClient, LeanResponse
 from bench.local_stack import rigway_up
 from bench.stats import p50, row
 
@@ -58,18 +58,18 @@ def _verdict(ok: bool) -> str:
 class Session:
     """One API session on the x11 rig, with the few calls the benchmark needs."""
 
-    def __init__(self, client: httpx2.Client, rig_id: str) -> None:
+    def __init__(self, client: LeanClient, rig_id: str) -> None:
         self.client = client
         created = client.post("/v1/sessions", json={"rig_id": rig_id})
         created.raise_for_status()
         self.id: str = created.json()["session_id"]
 
-    def get(self, path: str, **params: int) -> httpx2.Response:
+    def get(self, path: str, **params: int) -> LeanResponse:
         response = self.client.get(f"/v1/sessions/{self.id}{path}", params=params)
         response.raise_for_status()
         return response
 
-    def post(self, path: str, body: dict[str, Any]) -> httpx2.Response:
+    def post(self, path: str, body: dict[str, Any]) -> LeanResponse:
         response = self.client.post(f"/v1/sessions/{self.id}{path}", json=body)
         response.raise_for_status()
         return response
@@ -234,7 +234,7 @@ def main() -> None:
     load_before = os.getloadavg()
     with XDesktop(1920, 1080) as desk, rigway_up("x11", env=_up_env(desk)) as local:
         headers = {"Authorization": f"Bearer {local['api_key']}"}
-        with httpx2.Client(base_url=local["base_url"], headers=headers, trust_env=False) as client:
+        with LeanClient(local["base_url"], headers) as client:
             session = Session(client, local["rig_ids"][0])
             try:
                 factory_pid = session.launch(FACTORY)
@@ -249,7 +249,7 @@ def main() -> None:
 
     gateway_ms = changed["gateway"]
     print("x11 desktop (Xvfb 1920x1080, openbox), JPEG q85 4:2:0, `rigway up --desktop x11`,")
-    print("client over HTTP in its own process")
+    print("client: stdlib http.client with keep-alive, in its own process")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (2 cores)")
     print()
     print(f"changed screen: {FACTORY}, a check box clicked before each shot (untimed)")
