@@ -878,7 +878,9 @@ async def test_operation_on_failed_session_410_session_ended(
         [session_id] = host.session_ids(ops.SESSION_START)
         response = await endpoint.call(bare_stack.client, sid=session_id)
         assert_error(response, 410, "session_ended")
-        assert not [r for r in host.requests if r.op != ops.SESSION_START]
+        # Only the start and the gateway's stand-down after it timed out reach the host.
+        lifecycle = (ops.SESSION_START, ops.SESSION_END)
+        assert not [r for r in host.requests if r.op not in lifecycle]
 
 
 async def test_failed_session_start_frees_the_rig_for_the_next(bare_stack: Stack) -> None:
@@ -889,3 +891,19 @@ async def test_failed_session_start_frees_the_rig_for_the_next(bare_stack: Stack
         host.replies[ops.SESSION_END] = DONE
         session_id = await _start(bare_stack, host)
         assert await _session_status(bare_stack, session_id) == "active"
+
+
+@pytest.mark.parametrize(
+    ("op", "endpoint"),
+    [(ops.SCREEN_CAPTURE, SCREENSHOT), (ops.SCREEN_DIRTY, DIRTY)],
+    ids=["screenshot", "dirty"],
+)
+async def test_malformed_host_reply_502_host_error(
+    bare_stack: Stack, op: str, endpoint: Op
+) -> None:
+    """A host's reply is untrusted input: a wrong shape is the host's error, never a 500."""
+    replies = {ops.SESSION_START: STARTED, op: {"ok": True, "body": {"width": "wide"}}}
+    async with fake_host(bare_stack, replies) as host:
+        session_id = await _start(bare_stack, host)
+        response = await endpoint.call(bare_stack.client, sid=session_id)
+    assert_error(response, 502, "host_error")

@@ -33,7 +33,9 @@ class Hello(_Message):
     capture_mode: str = Field(default="", max_length=32)
     native_width: int = Field(ge=1, le=65535)
     native_height: int = Field(ge=1, le=65535)
-    mac: str | None = Field(default=None, max_length=17)
+    mac: str | None = Field(
+        default=None, pattern=r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$", max_length=17
+    )
     lan: str | None = Field(default=None, max_length=64)
     # Sessions the agent still holds from before a reconnect, so the gateway can
     # tell it which of them ended while it was away.

@@ -6,7 +6,9 @@ import asyncio
 import base64
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from rigway.gateway.desktop.schemas import (
     DirtyOut,
@@ -68,6 +70,17 @@ def _host_error(exc: Exception, what: str) -> ApiError:
             return HostError(exc.detail or "the host failed the operation")
         return HostError(f"{exc.code}: {exc.detail}" if exc.detail else exc.code)
     return HostError(f"the host is not connected ({exc})")
+
+
+_ReplyT = TypeVar("_ReplyT", bound=BaseModel)
+
+
+def _parse_reply(model: type[_ReplyT], body: dict[str, Any]) -> _ReplyT:
+    """A host's reply is untrusted input: a malformed one is a 502, never a 500."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise HostError(f"the host sent a malformed reply ({exc.error_count()} errors)") from exc
 
 
 def _ms(seconds: float) -> int:
@@ -132,25 +145,25 @@ class DesktopService:
         link_ms = (time.perf_counter() - started) * 1000
         if counts_as_activity:
             self._sessions.record_activity(live)
-        return Screenshot(reply.payload, ops.ScreenCaptured.model_validate(reply.body), link_ms)
+        return Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
 
     async def dirty(self, live: LiveSession) -> DirtyOut:
         reply = await self._call(
             live, ops.SCREEN_DIRTY, {}, self._settings.screen_timeout_s, "dirty read"
         )
-        return DirtyOut.model_validate(ops.DirtyRects.model_validate(reply.body).model_dump())
+        return DirtyOut.model_validate(_parse_reply(ops.DirtyRects, reply.body).model_dump())
 
     async def target_snapshot(self, live: LiveSession) -> ops.TargetSnapshot:
         reply = await self._call(
             live, ops.A11Y_TARGETS, {}, self._settings.screen_timeout_s, "targets"
         )
-        return ops.TargetSnapshot.model_validate(reply.body)
+        return _parse_reply(ops.TargetSnapshot, reply.body)
 
     async def targets(self, live: LiveSession) -> TargetsOut:
         """The spec: the list is empty when the host is unavailable, not an error."""
         try:
             snapshot = await self.target_snapshot(live)
-        except (HostError, HostTimeout):
+        except (HostError, HostTimeout, InvalidRequest):
             return TargetsOut(
                 width=live.native_width or 0, height=live.native_height or 0, targets=[]
             )
@@ -172,7 +185,7 @@ class DesktopService:
             live, ops.INPUT_BATCH, {"events": events}, timeout_s, "input batch"
         )
         self._sessions.record_activity(live, actions=len(events))
-        return ops.InputDone.model_validate(reply.body).count
+        return _parse_reply(ops.InputDone, reply.body).count
 
     def _check_point(self, live: LiveSession, index: int, x: int | None, y: int | None) -> None:
         if x is None or y is None or live.native_width is None or live.native_height is None:
@@ -192,14 +205,14 @@ class DesktopService:
             "app launch",
         )
         self._sessions.record_activity(live, actions=1)
-        return ops.AppLaunched.model_validate(reply.body).pid
+        return _parse_reply(ops.AppLaunched, reply.body).pid
 
     async def kill(self, live: LiveSession, pid: int | None) -> list[int]:
         reply = await self._call(
             live, ops.APP_KILL, {"pid": pid}, self._settings.host_timeout_s, "app kill"
         )
         self._sessions.record_activity(live, actions=1)
-        return ops.AppsKilled.model_validate(reply.body).killed
+        return _parse_reply(ops.AppsKilled, reply.body).killed
 
     async def observe(
         self, live: LiveSession, params: ScreenParams, *, image: bool, mark: bool

@@ -113,6 +113,9 @@ class HostConnection:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
             self._fail_pending()
             self._closed.set()
 
@@ -123,9 +126,6 @@ class HostConnection:
             await self._websocket.close(code=code, reason=reason)
         self._fail_pending()
         self._closed.set()
-
-    async def wait_closed(self) -> None:
-        await self._closed.wait()
 
     async def _handle_frame(self, raw: str | bytes) -> None:
         header, payload = decode_frame(raw)
@@ -161,6 +161,10 @@ class HostConnection:
             reply = Reply.model_validate(
                 {"id": request.id, "ok": False, "error": {"code": exc.code, "detail": exc.detail}}
             )
+        except Exception as exc:  # an answer is owed even when the gateway failed
+            logger.exception("agent request %s from %s failed", request.op, self.rig_id)
+            error = {"code": "host_error", "detail": f"the gateway failed: {type(exc).__name__}"}
+            reply = Reply.model_validate({"id": request.id, "ok": False, "error": error})
         with contextlib.suppress(HostUnavailableError):
             await self._send_text(reply.model_dump())
 

@@ -37,6 +37,9 @@ async def agent_connect(websocket: WebSocket) -> None:
     hello = await _receive_hello(websocket)
     if hello is None:
         return
+    # Before any other await: a host-gone timer firing now would end a session whose
+    # host is back, and skip its safety restore.
+    services.timers.host_connected(rig.id)
     await services.rigs.record_hello(rig.id, hello)
     connection = HostConnection(
         rig.id,
@@ -76,7 +79,8 @@ async def _receive_hello(websocket: WebSocket) -> Hello | None:
         hello = Hello.model_validate(header)
     except (TimeoutError, FramingError, ValidationError, WebSocketDisconnect, RuntimeError):
         with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-            await websocket.close(code=CLOSE_PROTOCOL, reason="expected_hello")
+            # 1008, not 4400: a late or garbled hello is worth a retry; 4400 stops agents.
+            await websocket.close(code=1008, reason="expected_hello")
         return None
     if hello.protocol != PROTOCOL_VERSION:
         await websocket.close(code=CLOSE_PROTOCOL, reason="protocol_unsupported")

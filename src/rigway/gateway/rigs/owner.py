@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from rigway.gateway.errors import Conflict
+from rigway.gateway.errors import Conflict, HostError
 from rigway.gateway.hostlink.connection import HostOpError, HostTimeoutError, HostUnavailableError
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.rigs.schemas import RigOut, WakeOut
@@ -44,12 +44,12 @@ class RigOwnerActions:
         return self._rigs.view(rig)
 
     async def unpair(self, account_id: str, rig_id: str) -> RigOut:
-        await self._rigs.get(account_id, rig_id)
+        # Unpaired first, so no new session can start in the meantime; then the live
+        # session ends while the host is still connected (its safety restore runs now).
+        rig = await self._rigs.unpair(account_id, rig_id)
         live = self._sessions.live.for_rig(rig_id)
         if live is not None:
-            # While the host is still connected, so its safety restore runs now.
             await self._sessions.end(live.id, "unpaired")
-        rig = await self._rigs.unpair(account_id, rig_id)
         await self._registry.disconnect(rig_id, UNPAIRED_CLOSE_CODE, "unpaired")
         return self._rigs.view(rig)
 
@@ -59,12 +59,18 @@ class RigOwnerActions:
             return WakeOut(ok=True, rig_id=rig.id, already_online=True)
         if rig.mac is None:
             raise Conflict("no MAC address is known for this rig", code="wake_unavailable")
-        mac = parse_mac(rig.mac)
+        try:
+            mac = parse_mac(rig.mac)
+        except ValueError as exc:
+            raise Conflict("the rig's MAC address is unusable", code="wake_unavailable") from exc
         for neighbour in await self._rigs.lan_neighbours(rig):
             if await self._wake_through(neighbour.id, rig.mac):
                 return WakeOut(ok=True, rig_id=rig.id, via=neighbour.id)
         host, port = parse_host_port(self._wake_broadcast)
-        await send_magic_packet(mac, host, port)
+        try:
+            await send_magic_packet(mac, host, port)
+        except OSError as exc:
+            raise HostError(f"the gateway could not send the wake packet ({exc})") from exc
         return WakeOut(ok=True, rig_id=rig.id, via="gateway")
 
     async def _wake_through(self, neighbour_id: str, mac: str) -> bool:

@@ -132,6 +132,8 @@ class SessionService:
                 await repository.transition(
                     db, row.id, to_status="failed", values={"ended_at": self._clock.now()}
                 )
+            # The host may still finish starting it: tell it to stand down.
+            self._spawn(self._restore_on_host(row.rig_id, row.id, "timeout"))
             raise
         live.native_width, live.native_height = started.native_width, started.native_height
         live.capture_mode = started.capture_mode
@@ -144,13 +146,16 @@ class SessionService:
                 capture_mode=started.capture_mode,
             )
             row = await self._reload(db, row.id)
-            enqueue_event(
-                db,
-                account_id=account_id,
-                event=SESSION_STARTED,
-                data=self._event_data(row),
-                now=self._clock.now(),
-            )
+            # An owner kill can land while the host acknowledges: then it has ended
+            # (and said so), and announcing a start now would come after its end.
+            if row.status == "active":
+                enqueue_event(
+                    db,
+                    account_id=account_id,
+                    event=SESSION_STARTED,
+                    data=self._event_data(row),
+                    now=self._clock.now(),
+                )
         self.on_events_written()
         return self.view(row)
 
