@@ -11,7 +11,7 @@ import pytest
 import simplejpeg
 
 from rigway.agent.accessibility import AccessibilityService
-from rigway.agent.backends.base import WalkBudget
+from rigway.agent.backends.base import Rect, WalkBudget
 from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
@@ -104,6 +104,10 @@ async def test_ops_without_a_session_are_refused(rig: Rig) -> None:
         (ops.INPUT_BATCH, {"session_id": "s1", "events": [{"type": "teleport"}]}),
         (ops.APP_LAUNCH, {"session_id": "s1", "path": ""}),
         (ops.SCREEN_DIRTY, {"session_id": "s1", "extra": True}),
+        (ops.SCREEN_DIRTY_RETURN, {"session_id": "s1", "rects": []}),
+        (ops.SCREEN_DIRTY_RETURN, {"session_id": "s1", "rects": [[0, 0, 0, 5]]}),
+        (ops.SCREEN_DIRTY_RETURN, {"session_id": "s1", "rects": [[-1, 0, 5, 5]]}),
+        (ops.SCREEN_DIRTY_RETURN, {"session_id": "s1", "rects": [[0, 0, 5, 5]] * 65}),
     ],
 )
 async def test_invalid_bodies_are_invalid_request(
@@ -112,6 +116,20 @@ async def test_invalid_bodies_are_invalid_request(
     error = await started.error(op, **body)
     assert error.code == ops.ERROR_INVALID_REQUEST
     assert error.detail
+
+
+async def test_dirty_handed_back_is_taken_again(started: Rig) -> None:
+    started.desktop.damage(Rect(5, 5, 10, 10))
+    taken = await started.call(ops.SCREEN_DIRTY, session_id="s1")
+    assert await started.call(ops.SCREEN_DIRTY_RETURN, session_id="s1", rects=taken["rects"]) == {}
+    again = await started.call(ops.SCREEN_DIRTY, session_id="s1")
+    assert again["rects"] == [(5, 5, 10, 10)]
+
+
+async def test_dirty_return_for_another_session_is_refused(started: Rig) -> None:
+    error = await started.error(ops.SCREEN_DIRTY_RETURN, session_id="old", rects=[[0, 0, 5, 5]])
+    assert error.code == ops.ERROR_SESSION_MISMATCH
+    assert (await started.call(ops.SCREEN_DIRTY, session_id="s1"))["rects"] == []
 
 
 async def test_unknown_op(started: Rig) -> None:

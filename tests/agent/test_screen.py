@@ -106,6 +106,25 @@ async def test_capture_does_not_consume_dirty(screen: ScreenService, desktop: Fa
     assert dirty.rects == [(5, 5, 10, 10)]
 
 
+async def test_returned_dirty_merges_into_the_next_take(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    desktop.damage(Rect(5, 5, 10, 10))
+    taken = await screen.take_dirty()
+    desktop.damage(Rect(15, 5, 5, 5), Rect(200, 100, 4, 4))
+    await screen.return_dirty([Rect(*rect) for rect in taken.rects])
+    dirty = await screen.take_dirty()
+    assert dirty.rects == [(5, 5, 15, 10), (200, 100, 4, 4)]
+    assert (await screen.take_dirty()).rects == []
+
+
+async def test_returned_dirty_is_clipped_to_the_desktop(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    await screen.return_dirty([Rect(310, 190, 50, 50), Rect(1000, 1000, 5, 5)])
+    assert (await screen.take_dirty()).rects == [(310, 190, 10, 10)]
+
+
 async def test_dirty_accumulates_merged_and_clipped(
     screen: ScreenService, desktop: FakeDesktop
 ) -> None:

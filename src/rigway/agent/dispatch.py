@@ -106,6 +106,7 @@ class Dispatcher:
             ops.SESSION_END: self._session_end,
             ops.SCREEN_CAPTURE: self._screen_capture,
             ops.SCREEN_DIRTY: self._screen_dirty,
+            ops.SCREEN_DIRTY_RETURN: self._screen_dirty_return,
             ops.A11Y_TARGETS: self._a11y_targets,
             ops.INPUT_BATCH: self._input_batch,
             ops.APP_LAUNCH: self._app_launch,
@@ -290,6 +291,12 @@ class Dispatcher:
         request = _parse(ops.ScreenDirty, body)
         self._require_session(request.session_id)
         return (await self._screen.take_dirty()).model_dump(), None
+
+    async def _screen_dirty_return(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.DirtyReturn, body)
+        self._require_session(request.session_id)
+        await self._screen.return_dirty([Rect(*rect) for rect in request.rects])
+        return {}, None
 
     async def _a11y_targets(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.A11yTargets, body)

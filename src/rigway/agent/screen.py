@@ -40,7 +40,7 @@ __all__ = [
 
 # Past this many disjoint rectangles a caller gains nothing over one bounding box, and
 # the reply stays small whatever the desktop does.
-MAX_DIRTY_RECTS = 64
+MAX_DIRTY_RECTS = ops.MAX_DIRTY_RECTS
 
 _T = TypeVar("_T")
 
@@ -184,6 +184,11 @@ class ScreenService:
     async def take_dirty(self) -> ops.DirtyRects:
         return await self._run(self._take_dirty)
 
+    async def return_dirty(self, rects: Sequence[Rect]) -> None:
+        """Put back rectangles a take handed out that never reached the caller; they
+        merge with whatever damage arrived since."""
+        await self._run(self._return_dirty, rects)
+
     async def native_size(self) -> tuple[int, int]:
         return await self._run(self._desktop.native_size)
 
@@ -276,6 +281,10 @@ class ScreenService:
             capture_mode=self._desktop.capture_mode,
             rects=[r.as_list() for r in rects],
         )
+
+    def _return_dirty(self, rects: Sequence[Rect]) -> None:
+        width, height = self._desktop.native_size()
+        self._dirty.add(rects, width, height)
 
     def _reset(self) -> None:
         if self._desktop.has_damage:

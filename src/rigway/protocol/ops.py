@@ -16,6 +16,7 @@ SESSION_START = "session/start"
 SESSION_END = "session/end"
 SCREEN_CAPTURE = "screen/capture"
 SCREEN_DIRTY = "screen/dirty"
+SCREEN_DIRTY_RETURN = "screen/dirty_return"
 A11Y_TARGETS = "a11y/targets"
 INPUT_BATCH = "input/batch"
 APP_LAUNCH = "app/launch"
@@ -35,6 +36,8 @@ ERROR_HOST = "host_error"
 ERROR_UNKNOWN_OP = "unknown_op"
 
 MASKED_VALUE = "[redacted]"
+# Past this many disjoint dirty rectangles a caller gains nothing over one bounding box.
+MAX_DIRTY_RECTS = 64
 
 Coordinate = Annotated[int, Field(ge=0, le=65535)]
 Extent = Annotated[int, Field(ge=1, le=65535)]
@@ -102,6 +105,16 @@ class DirtyRects(_Body):
     available: bool
     capture_mode: str
     rects: list[tuple[int, int, int, int]]
+
+
+class DirtyReturn(_Body):
+    """Rectangles a `screen/dirty` took that never reached the caller (observe's
+    screenshot leg failed): the agent adds them back for the next take."""
+
+    session_id: str
+    rects: list[tuple[Coordinate, Coordinate, Extent, Extent]] = Field(
+        min_length=1, max_length=MAX_DIRTY_RECTS
+    )
 
 
 class A11yTargets(_Body):

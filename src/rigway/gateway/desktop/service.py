@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -81,6 +82,11 @@ def _parse_reply(model: type[_ReplyT], body: dict[str, Any]) -> _ReplyT:
         return model.model_validate(body)
     except ValidationError as exc:
         raise HostError(f"the host sent a malformed reply ({exc.error_count()} errors)") from exc
+
+
+# How long a failed observe waits to hand its dirty take back: the caller already waits
+# for an error, and a host too slow for this has bigger problems than one take.
+_DIRTY_RETURN_TIMEOUT_S = 1.0
 
 
 def _ms(seconds: float) -> int:
@@ -227,10 +233,11 @@ class DesktopService:
             return_exceptions=True,
         )
         shot_leg, dirty_leg, targets_leg = legs
-        for leg in (shot_leg, dirty_leg):
-            if isinstance(leg, BaseException):
-                raise leg
-        assert not isinstance(dirty_leg, BaseException)
+        if isinstance(dirty_leg, BaseException):
+            raise dirty_leg
+        if isinstance(shot_leg, BaseException):
+            await self._return_dirty(live, dirty_leg[0])
+            raise shot_leg
         dirty, dirty_s = dirty_leg
         snapshot, targets_s = (None, 0.0) if isinstance(targets_leg, BaseException) else targets_leg
         if not image:
@@ -244,6 +251,16 @@ class DesktopService:
             image,
             started,
         )
+
+    async def _return_dirty(self, live: LiveSession, dirty: DirtyOut) -> None:
+        """Observe failed after its dirty leg took rectangles: hand them back to the
+        host, so the caller's next take still reports them. Best effort."""
+        connection = self._registry.get(live.rig_id)
+        if not dirty.rects or connection is None:
+            return
+        body = {"session_id": live.id, "rects": [list(rect) for rect in dirty.rects]}
+        with contextlib.suppress(HostTimeoutError, HostUnavailableError, HostOpError):
+            await connection.request(ops.SCREEN_DIRTY_RETURN, body, _DIRTY_RETURN_TIMEOUT_S)
 
 
 async def _none() -> None:
