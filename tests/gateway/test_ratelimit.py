@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -64,3 +66,20 @@ async def test_a_batch_larger_than_what_is_left_is_refused_whole(
     with pytest.raises(RateLimited):
         await limits.hit_input_events("key-a", 5)
     await limits.hit_input_events("key-a", 4)
+
+
+async def test_quota_holds_on_redis_with_the_same_headers() -> None:
+    """The scale-out storage: CI and this machine run Redis on 127.0.0.1:6379."""
+    redis_url = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    limits = RateLimits("3/minute", "100/minute", redis_url)
+    key_id = f"key-{secrets.token_hex(8)}"  # a fresh key: nothing to clean, nothing shared
+    try:
+        for _ in range(3):
+            await limits.hit_request(key_id)
+        with pytest.raises(RateLimited) as refused:
+            await limits.hit_request(key_id)
+        assert refused.value.headers["RateLimit-Remaining"] == "0"
+        assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
+        await limits.hit_request(f"{key_id}-other")
+    finally:
+        await limits.close()

@@ -26,9 +26,10 @@ from rigway.gateway.auth.console_tokens import (
 from rigway.gateway.clock import Clock, SystemClock
 from rigway.gateway.console.routes import router as console_router
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
+from rigway.gateway.desktop.fast_lane import ScreenshotFastLane
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.service import DesktopService
-from rigway.gateway.errors import ApiError
+from rigway.gateway.errors import ApiError, api_error_response
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
 from rigway.gateway.identity.keys import load_or_create_signing_key
@@ -181,6 +182,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
             await services.registry.close_all()
             await services.sessions.drain()
             await services.sessions.flush_activity()
+            await services.rate_limits.close()
             await services.engine.dispose()
 
     app = FastAPI(
@@ -209,6 +211,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     ):
         app.include_router(router)
     _declare_400_not_422(app)
+    # Innermost of ours: its answers still get the request id and the 500 handler.
+    app.add_middleware(ScreenshotFastLane, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestIdMiddleware)
     return app
@@ -235,7 +239,7 @@ def _declare_400_not_422(app: FastAPI) -> None:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+        return api_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

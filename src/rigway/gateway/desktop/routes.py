@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -12,6 +12,8 @@ from pydantic import BeforeValidator
 from rigway.gateway.auth.api_keys import ApiPrincipal
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.desktop.schemas import (
+    DEFAULT_QUALITY,
+    SCREEN_QUERY_BOUNDS,
     AppKillIn,
     AppKillOut,
     AppLaunchIn,
@@ -22,7 +24,7 @@ from rigway.gateway.desktop.schemas import (
     ObserveOut,
     TargetsOut,
 )
-from rigway.gateway.desktop.service import ScreenParams
+from rigway.gateway.desktop.service import ScreenParams, Screenshot
 from rigway.gateway.errors import InvalidRequest
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.services import services_of
@@ -47,13 +49,18 @@ _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
 _CACHED = ';desc="cached"'
 
 
+def _bounded(name: str) -> Any:
+    bounds = SCREEN_QUERY_BOUNDS[name]
+    return Query(ge=bounds.low, le=bounds.high)
+
+
 async def screen_params(
-    max_width: Annotated[int | None, Query(ge=16, le=16384), DIGITS_ONLY] = None,
-    quality: Annotated[int, Query(ge=40, le=100), DIGITS_ONLY] = 85,
-    x: Annotated[int | None, Query(ge=0, le=65535), DIGITS_ONLY] = None,
-    y: Annotated[int | None, Query(ge=0, le=65535), DIGITS_ONLY] = None,
-    w: Annotated[int | None, Query(ge=1, le=65535), DIGITS_ONLY] = None,
-    h: Annotated[int | None, Query(ge=1, le=65535), DIGITS_ONLY] = None,
+    max_width: Annotated[int | None, _bounded("max_width"), DIGITS_ONLY] = None,
+    quality: Annotated[int, _bounded("quality"), DIGITS_ONLY] = DEFAULT_QUALITY,
+    x: Annotated[int | None, _bounded("x"), DIGITS_ONLY] = None,
+    y: Annotated[int | None, _bounded("y"), DIGITS_ONLY] = None,
+    w: Annotated[int | None, _bounded("w"), DIGITS_ONLY] = None,
+    h: Annotated[int | None, _bounded("h"), DIGITS_ONLY] = None,
 ) -> ScreenParams:
     given = [value is not None for value in (x, y, w, h)]
     if any(given) and not all(given):
@@ -80,8 +87,13 @@ async def _live(request: Request, session_id: str, caller: ApiPrincipal, scope: 
 async def screenshot(
     request: Request, session_id: str, caller: ApiCaller, screen: Screen
 ) -> Response:
+    """The well-formed call is answered by the fast lane (`fast_lane.py`) before it
+    gets here; this route documents it and answers the rest."""
     live = await _live(request, session_id, caller, "sessions")
-    shot = await services_of(request).desktop.screenshot(live, screen)
+    return screenshot_response(await services_of(request).desktop.screenshot(live, screen))
+
+
+def screenshot_response(shot: Screenshot) -> Response:
     return Response(
         content=shot.jpeg,
         media_type="image/jpeg",

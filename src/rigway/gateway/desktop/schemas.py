@@ -3,6 +3,7 @@ strictly (no `true` → 1, no floats for ints), before anything reaches the host
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -14,6 +15,25 @@ Coordinate = Annotated[int, Field(ge=0, le=65535)]
 DelayMs = Annotated[int, Field(ge=0, le=5000)]
 ScrollNotches = Annotated[int, Field(ge=-100, le=100)]
 MAX_TEXT_CHARS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class QueryBounds:
+    low: int
+    high: int
+
+
+# The integer query parameters of screenshot and observe, with their bounds: the one
+# place both the documented routes and the screenshot fast lane read them from.
+SCREEN_QUERY_BOUNDS: dict[str, QueryBounds] = {
+    "max_width": QueryBounds(16, 16384),
+    "quality": QueryBounds(40, 100),
+    "x": QueryBounds(0, 65535),
+    "y": QueryBounds(0, 65535),
+    "w": QueryBounds(1, 65535),
+    "h": QueryBounds(1, 65535),
+}
+DEFAULT_QUALITY = 85
 
 
 class _Event(BaseModel):

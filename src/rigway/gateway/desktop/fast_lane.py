@@ -1,0 +1,103 @@
+"""The screenshot hot path as a plain ASGI layer in front of the routes.
+
+Agents call `GET /v1/sessions/{id}/screenshot` in a loop, so every fraction of a
+millisecond the gateway adds there is paid thousands of times a session. FastAPI's
+per-request machinery (routing over every route, dependency solving, the exception
+layers) cost about 0.3 ms of gateway CPU per screenshot, more than the link itself
+(measured with bench/gateway_sim.py; docs/decisions/0003-screenshot-fast-lane.md).
+
+This layer answers the plainly well-formed call: a GET whose session id and query it
+can read without doubt. Anything else (an unknown or repeated query name, a value in
+another spelling, a partial region, another method) goes on untouched to the app,
+whose route documents the operation and explains every 400. Once the lane has read the
+request it answers itself, errors included, with the renderings the app uses: the same
+checks in the same order (key, rate limit, scope, session), the same bodies and
+headers. An unexpected exception propagates to the app's 500 handler outside it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from rigway.gateway.desktop.routes import screenshot_response
+from rigway.gateway.desktop.schemas import DEFAULT_QUALITY, SCREEN_QUERY_BOUNDS
+from rigway.gateway.desktop.service import ScreenParams, Screenshot
+from rigway.gateway.errors import ApiError, api_error_response
+from rigway.gateway.services import Services
+from rigway.protocol import ops
+
+__all__ = ["ScreenshotFastLane", "parse_screen_query"]
+
+# Session ids are well formed by construction (ids.py); anything else is the app's 404.
+_SCREENSHOT_PATH = re.compile(r"/v1/sessions/([A-Za-z0-9_-]{1,64})/screenshot")
+_DIGITS = re.compile(rb"[0-9]{1,9}")
+_REGION = ("x", "y", "w", "h")
+
+
+def parse_screen_query(query_string: bytes) -> ScreenParams | None:
+    """The screenshot parameters when the query is plainly valid, else None.
+
+    Stricter than the route on purpose: whatever it declines, the route decides."""
+    values: dict[str, int] = {}
+    if query_string:
+        for pair in query_string.split(b"&"):
+            raw_name, has_value, raw_value = pair.partition(b"=")
+            name = raw_name.decode("latin-1")
+            bounds = SCREEN_QUERY_BOUNDS.get(name)
+            if bounds is None or not has_value or name in values:
+                return None
+            if _DIGITS.fullmatch(raw_value) is None:
+                return None
+            value = int(raw_value)
+            if not bounds.low <= value <= bounds.high:
+                return None
+            values[name] = value
+    given = [name in values for name in _REGION]
+    if any(given) and not all(given):
+        return None
+    region = None
+    if all(given):
+        region = ops.Region(x=values["x"], y=values["y"], w=values["w"], h=values["h"])
+    return ScreenParams(
+        quality=values.get("quality", DEFAULT_QUALITY),
+        max_width=values.get("max_width"),
+        region=region,
+    )
+
+
+class ScreenshotFastLane:
+    def __init__(self, app: ASGIApp, services: Services) -> None:
+        self.app = app
+        self._services = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET":
+            await self.app(scope, receive, send)
+            return
+        path = _SCREENSHOT_PATH.fullmatch(scope["path"])
+        params = None if path is None else parse_screen_query(scope["query_string"])
+        if path is None or params is None:
+            await self.app(scope, receive, send)
+            return
+        try:
+            response = screenshot_response(await self._screenshot(scope, path[1], params))
+        except ApiError as exc:
+            response = api_error_response(exc)
+        await response(scope, receive, send)
+
+    async def _screenshot(self, scope: Scope, session_id: str, params: ScreenParams) -> Screenshot:
+        services = self._services
+        principal = await services.api_keys.authenticate(_authorization(scope))
+        await services.rate_limits.hit_request(principal.key_id)
+        principal.require("sessions")
+        live = await services.sessions.require_live(principal.account_id, session_id)
+        return await services.desktop.screenshot(live, params)
+
+
+def _authorization(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            return str(value.decode("latin-1"))
+    return None
