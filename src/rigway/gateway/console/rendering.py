@@ -3,7 +3,6 @@ refusals into pages, and the headers every console response carries."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime
@@ -20,13 +19,14 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from rigway.gateway.console.csrf import CsrfRejected, csrf_token_for
 from rigway.gateway.console.session import SESSION_COOKIE, SignedIn, SignInRequired
 from rigway.gateway.errors import ApiError
+from rigway.gateway.static_files import StaticFiles
 
 __all__ = [
     "STATIC_DIR",
+    "STATIC_FILES",
     "ConsoleRoute",
     "redirect",
     "render",
-    "static_url",
 ]
 
 logger = logging.getLogger(__name__)
@@ -82,16 +82,7 @@ def _when(value: datetime | None) -> str:
     return aware.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _file_version(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-
-
-_STATIC_VERSIONS = {path.name: _file_version(path) for path in STATIC_DIR.iterdir()}
-
-
-def static_url(name: str) -> str:
-    """The file's URL with a content hash, so browsers may cache it until it changes."""
-    return f"/console/static/{name}?v={_STATIC_VERSIONS[name]}"
+STATIC_FILES = StaticFiles(STATIC_DIR, "/console/static")
 
 
 _environment = Environment(
@@ -102,7 +93,7 @@ _environment = Environment(
     lstrip_blocks=True,
 )
 _environment.filters["when"] = _when
-_environment.globals["static_url"] = static_url
+_environment.globals["static_url"] = STATIC_FILES.url
 
 
 def render(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
-from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from rigway.gateway.console import account_routes, rig_routes
 from rigway.gateway.console.csrf import (
@@ -26,7 +26,7 @@ from rigway.gateway.console.csrf import (
     new_pre_session_secret,
 )
 from rigway.gateway.console.rendering import (
-    STATIC_DIR,
+    STATIC_FILES,
     ConsoleRoute,
     redirect,
     render,
@@ -38,11 +38,6 @@ from rigway.gateway.services import services_of
 __all__ = ["router"]
 
 router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
-
-_STATIC_FILES = {path.name: path for path in STATIC_DIR.iterdir()}
-_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
-# static_url() adds a content hash, so a changed file gets a new URL.
-_STATIC_CACHE = "public, max-age=86400"
 
 
 @router.get("")
@@ -90,14 +85,7 @@ async def sign_out(request: Request, _user: CheckedUser) -> Response:
 
 @router.get("/static/{name}")
 async def static_file(name: str) -> Response:
-    path = _STATIC_FILES.get(name)
-    if path is None:
-        return Response("not found", status_code=404, media_type="text/plain")
-    return FileResponse(
-        path,
-        media_type=_STATIC_TYPES.get(path.suffix, "application/octet-stream"),
-        headers={"Cache-Control": _STATIC_CACHE},
-    )
+    return STATIC_FILES.response(name)
 
 
 def _sign_in_form(request: Request, *, email: str, error: str | None, status: int) -> Response:

@@ -9,7 +9,6 @@ GET  /console/stream/{id}         console cookie: fresh token → the viewer pag
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -17,13 +16,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, WebSocket
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.console.session import SignInRequired, require_signed_in
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.services import services_of
 from rigway.gateway.settings import GatewaySettings
+from rigway.gateway.static_files import StaticFiles
 from rigway.gateway.stream.service import Refused, StreamCredentialsOut, signaling_url_for
 from rigway.gateway.stream.signaling import ViewerChannel
 from rigway.gateway.stream.tokens import TokenRejectedError
@@ -34,9 +34,7 @@ logger = logging.getLogger(__name__)
 router = APIRouter(tags=["stream"])
 
 _PACKAGE = Path(__file__).parent
-_STATIC = {path.name: path for path in (_PACKAGE / "static").iterdir()}
-_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
-_VERSIONS = {name: hashlib.sha256(p.read_bytes()).hexdigest()[:12] for name, p in _STATIC.items()}
+_STATIC = StaticFiles(_PACKAGE / "static", "/v1/stream/static")
 _PAGES = Environment(
     loader=FileSystemLoader(_PACKAGE / "templates"),
     autoescape=True,
@@ -44,7 +42,7 @@ _PAGES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_PAGES.globals["static_url"] = lambda name: f"/v1/stream/static/{name}?v={_VERSIONS[name]}"
+_PAGES.globals["static_url"] = _STATIC.url
 _REFUSALS = {
     "invalid_token": "This viewer link is not valid.",
     "token_expired": "This viewer link has expired: ask for a new one.",
@@ -119,14 +117,7 @@ async def view(request: Request, token: str = "") -> Response:
 
 @router.get("/v1/stream/static/{name}", include_in_schema=False)
 async def static_file(name: str) -> Response:
-    path = _STATIC.get(name)
-    if path is None:
-        return Response("not found", status_code=404, media_type="text/plain")
-    return FileResponse(
-        path,
-        media_type=_STATIC_TYPES.get(path.suffix, "application/octet-stream"),
-        headers={"Cache-Control": "public, max-age=86400"},
-    )
+    return _STATIC.response(name)
 
 
 @router.get("/console/stream/{session_id}", include_in_schema=False)
