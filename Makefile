@@ -26,6 +26,7 @@ lint: setup
 typecheck: setup
 	.venv/bin/mypy
 	.venv/bin/mypy examples
+	.venv/bin/mypy --strict tests bench
 
 # On SQLite (the default store), whatever RIGWAY_TEST_DATABASE_URL says.
 unit: setup

@@ -111,7 +111,7 @@ def encode_figures(width: int, height: int, preset: str) -> tuple[list[float], l
 def stamp_from_luma(frame: av.VideoFrame) -> int:
     """The clock from the Y plane (no colour conversion: cheap at any size)."""
     plane = frame.planes[0]
-    luma = np.frombuffer(plane, np.uint8).reshape(frame.height, plane.line_size)
+    luma = np.frombuffer(memoryview(plane), np.uint8).reshape(frame.height, plane.line_size)
     x0, y0 = ORIGIN
     value = 0
     for bit in range(BITS):
@@ -139,7 +139,7 @@ class Publishers:
 
 
 PUBLISHERS = Publishers()
-runner.open_streams = PUBLISHERS  # type: ignore[assignment]
+runner.open_streams = PUBLISHERS
 
 
 @asynccontextmanager

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -741,7 +741,7 @@ class FakeHost:
 
 @contextlib.asynccontextmanager
 async def fake_host(
-    stack: Stack, replies: dict[str, dict[str, Any] | None]
+    stack: Stack, replies: Mapping[str, dict[str, Any] | None]
 ) -> AsyncIterator[FakeHost]:
     code = await stack.services.rigs.create_pairing_code(stack.account_id)
     paired = await pair(stack.base_url, code.code, name="fake", os="fake-os", gpu="")

@@ -52,7 +52,9 @@ def test_rigway_up_serves_two_paired_sim_rigs_and_stops_cleanly(tmp_path: Path) 
         headers = {"Authorization": f"Bearer {credentials['api_key']}"}
         with httpx2.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as client:
             rigs = client.get("/v1/rigs", headers=headers).json()["rigs"]
-            assert sorted(rig["id"] for rig in rigs) == sorted(credentials["rig_ids"])  # type: ignore[arg-type]
+            rig_ids = credentials["rig_ids"]
+            assert isinstance(rig_ids, list)
+            assert sorted(rig["id"] for rig in rigs) == sorted(rig_ids)
             assert all(rig["online"] and rig["api_access_enabled"] for rig in rigs)
             console = {"Authorization": f"Bearer {credentials['console_token']}"}
             assert client.get("/v1/keys", headers=console).status_code == 200

@@ -19,14 +19,14 @@ import asyncio
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hypothesis
 import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given
-from schemathesis import Case, GenerationMode
+from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -36,6 +36,10 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.e2e.harness import Stack, running_stack
+
+if TYPE_CHECKING:
+    # The Case of an OpenAPI operation; schemathesis defines the alias for type checking only.
+    from schemathesis.specs.openapi.schemas import OpenApiCase
 
 EXAMPLES_PER_OPERATION = 25
 # The operations that end a session or unpair a rig (the last two take a console token,
@@ -100,7 +104,7 @@ def _stable_bit(value: object) -> bool:
     return hashlib.sha256(repr(value).encode()).digest()[0] % 2 == 0
 
 
-def _tame(case: Case, free_rig: str) -> None:
+def _tame(case: OpenApiCase, free_rig: str) -> None:
     """Keep generated cases safe and quick without changing what they test:
     - no arbitrary program runs on this machine: a launch path becomes `true` or a path
       that cannot exist (still a valid string, so a positive case stays positive);
@@ -113,9 +117,13 @@ def _tame(case: Case, free_rig: str) -> None:
         return
     if label == "POST /v1/sessions/{session_id}/app/launch" and isinstance(body.get("path"), str):
         body["path"] = "true" if _stable_bit(body["path"]) else "/nonexistent/rigway-fuzz"
-    elif label == "POST /v1/sessions/{session_id}/input" and isinstance(body.get("events"), list):
-        for event in body["events"]:
-            delay = event.get("delay_ms") if isinstance(event, dict) else None
+    elif label == "POST /v1/sessions/{session_id}/input" and isinstance(
+        events := body.get("events"), list
+    ):
+        for event in events:
+            if not isinstance(event, dict):
+                continue
+            delay = event.get("delay_ms")
             if type(delay) is int and delay > MAX_FUZZ_DELAY_MS:
                 event["delay_ms"] = MAX_FUZZ_DELAY_MS
     elif (
@@ -171,7 +179,7 @@ class Fuzz:
             suppress_health_check=list(HealthCheck),
         )
         @given(case=strategy)
-        def run(case: Case) -> None:
+        def run(case: OpenApiCase) -> None:
             _tame(case, self.free_rig)
             label = case.operation.label
             self.calls[label] = self.calls.get(label, 0) + 1

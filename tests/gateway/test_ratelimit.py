@@ -16,13 +16,13 @@ START = 1_800_000_000.0
 
 
 @pytest.fixture
-def traveller() -> Iterator[time_machine.Coordinates]:
+def traveller() -> Iterator[time_machine.Traveller]:
     with time_machine.travel(START, tick=False) as coordinates:
         yield coordinates
 
 
 async def test_request_quota_refuses_the_next_request_with_headers(
-    traveller: time_machine.Coordinates,
+    traveller: time_machine.Traveller,
 ) -> None:
     limits = RateLimits("3/minute", "100/minute", None)
     for _ in range(3):
@@ -37,7 +37,7 @@ async def test_request_quota_refuses_the_next_request_with_headers(
     assert 1 <= int(headers["Retry-After"]) <= 60
 
 
-async def test_quota_returns_after_the_window_moves(traveller: time_machine.Coordinates) -> None:
+async def test_quota_returns_after_the_window_moves(traveller: time_machine.Traveller) -> None:
     limits = RateLimits("3/minute", "100/minute", None)
     for _ in range(3):
         await limits.hit_request("key-a")
@@ -45,13 +45,13 @@ async def test_quota_returns_after_the_window_moves(traveller: time_machine.Coor
     await limits.hit_request("key-a")
 
 
-async def test_keys_have_separate_quotas(traveller: time_machine.Coordinates) -> None:
+async def test_keys_have_separate_quotas(traveller: time_machine.Traveller) -> None:
     limits = RateLimits("1/minute", "100/minute", None)
     await limits.hit_request("key-a")
     await limits.hit_request("key-b")
 
 
-async def test_each_input_event_counts(traveller: time_machine.Coordinates) -> None:
+async def test_each_input_event_counts(traveller: time_machine.Traveller) -> None:
     limits = RateLimits("100/minute", "10/minute", None)
     await limits.hit_input_events("key-a", 10)
     with pytest.raises(RateLimited):
@@ -59,7 +59,7 @@ async def test_each_input_event_counts(traveller: time_machine.Coordinates) -> N
 
 
 async def test_a_batch_larger_than_what_is_left_is_refused_whole(
-    traveller: time_machine.Coordinates,
+    traveller: time_machine.Traveller,
 ) -> None:
     limits = RateLimits("100/minute", "10/minute", None)
     await limits.hit_input_events("key-a", 6)

@@ -215,6 +215,7 @@ async def test_a_still_desktop_encodes_nothing_but_a_slow_keepalive() -> None:
     for _ in range(4):
         frame = await track.recv()
         frames.append(frame)
+        assert frame.pts is not None  # the track stamps every frame it returns
         pts.append(frame.pts)  # a held frame is the same object, re-stamped
     track.stop()
     # tick 1: fresh; ticks 2-30 idle then the held frame after 1 s; tick 40 fresh; then

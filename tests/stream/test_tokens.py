@@ -6,6 +6,7 @@ import asyncio
 import base64
 import json
 from datetime import UTC, datetime, timedelta
+from typing import TypedDict
 
 import httpx2
 import jwt
@@ -127,10 +128,23 @@ async def _close_of(url: str) -> tuple[int | None, str | None]:
         return ws.close_code, ws.close_reason
 
 
-async def _credentials(stack: Stack, session_id: str) -> dict[str, str]:
+class _Credentials(TypedDict):
+    """The JSON body of `GET /v1/sessions/{id}/stream`."""
+
+    signaling_url: str
+    viewer_token: str
+    rig_id: str
+    session_id: str
+    connect_url: str
+    viewer_url: str
+    expires_at: str
+    ice_servers: list[dict[str, object]]
+
+
+async def _credentials(stack: Stack, session_id: str) -> _Credentials:
     response = await stack.client.get(f"/v1/sessions/{session_id}/stream")
     assert response.status_code == 200, response.text
-    body: dict[str, str] = response.json()
+    body: _Credentials = response.json()
     return body
 
 

@@ -53,7 +53,9 @@ class AiortcViewer:
         """Connect, offer, and apply the answer; returns the gateway's reply (an answer,
         or the error that refused the offer)."""
         transceiver = self.pc.addTransceiver("video", direction="recvonly")
-        codecs = RTCRtpReceiver.getCapabilities("video").codecs
+        capabilities = RTCRtpReceiver.getCapabilities("video")
+        assert capabilities is not None  # typed Optional, never None for video
+        codecs = capabilities.codecs
         transceiver.setCodecPreferences(
             [c for c in codecs if c.mimeType == f"video/{self.codec}"]
             + [c for c in codecs if c.mimeType == "video/rtx"]
@@ -117,4 +119,7 @@ class AiortcViewer:
             for hook in self.frame_hooks:
                 hook(frame, now)
             if self.keep_pixels:
-                self.received.last_rgb = frame.to_ndarray(format="rgb24")
+                # rgb24 is 8 bits a channel; av's stub types any format's array, and
+                # astype(copy=False) returns this very array, narrowed to uint8.
+                rgb = frame.to_ndarray(format="rgb24")
+                self.received.last_rgb = rgb.astype(np.uint8, copy=False)

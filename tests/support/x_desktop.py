@@ -299,7 +299,11 @@ class XDesktop:
         tagged = [p for p in self.tagged_processes() if p.pid != server_pid]
         # Apps and daemons first, the X server last: apps die slowly once X is gone.
         _terminate(tagged)
-        for popen in [*self._apps, *self._services]:
+        children: list[subprocess.Popen[str] | subprocess.Popen[bytes]] = [
+            *self._apps,
+            *self._services,
+        ]
+        for popen in children:
             _reap(popen)
         if self._server is not None:
             self._server.terminate()
