@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 import time_machine
 
-from rigway.gateway.errors import RateLimited
-from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.errors import InvalidRequest, RateLimited
+from rigway.gateway.ratelimit import RateLimits, seconds_until_room
 
 START = 1_800_000_000.0
 
@@ -34,7 +34,10 @@ async def test_request_quota_refuses_the_next_request_with_headers(
     headers = refused.value.headers
     assert headers["RateLimit-Limit"] == "3"
     assert headers["RateLimit-Remaining"] == "0"
-    assert 1 <= int(headers["Retry-After"]) <= 60
+    # Used up at the very start of a window: the three hits weigh in full until it
+    # closes, and a fourth fits the second after.
+    assert headers["Retry-After"] == "61"
+    assert headers["RateLimit-Reset"] == "61"
 
 
 async def test_quota_returns_after_the_window_moves(traveller: time_machine.Traveller) -> None:
@@ -83,3 +86,61 @@ async def test_quota_holds_on_redis_with_the_same_headers() -> None:
         await limits.hit_request(f"{key_id}-other")
     finally:
         await limits.close()
+
+
+async def test_retry_after_is_when_room_returns_not_when_the_window_ends(
+    traveller: time_machine.Traveller,
+) -> None:
+    """Full 30 s into a window: the library's reset (30 s) would meet a second 429."""
+    limits = RateLimits("3/minute", "100/minute", None)
+    traveller.shift(30)
+    for _ in range(3):
+        await limits.hit_request("key-a")
+    with pytest.raises(RateLimited) as refused:
+        await limits.hit_request("key-a")
+    retry_after = int(refused.value.headers["Retry-After"])
+    assert retry_after == 31  # the window's end, and 3 x 59/60 < 3 a second later
+    traveller.shift(retry_after)
+    await limits.hit_request("key-a")
+
+
+async def test_retry_after_counts_the_previous_window(
+    traveller: time_machine.Traveller,
+) -> None:
+    limits = RateLimits("100/minute", "3/minute", None)
+    await limits.hit_input_events("key-a", 3)
+    traveller.shift(70)  # 10 s into the next window: 3 x 50/60 = 2.5 still weigh
+    with pytest.raises(RateLimited) as refused:
+        await limits.hit_input_events("key-a", 2)
+    retry_after = int(refused.value.headers["Retry-After"])
+    assert retry_after == 11  # 3 x 39/60 = 1.95: floor 1, and 1 + 2 <= 3
+    assert refused.value.headers["RateLimit-Remaining"] == "1"
+    traveller.shift(retry_after)
+    await limits.hit_input_events("key-a", 2)
+
+
+async def test_a_batch_over_the_whole_quota_is_a_400_not_a_429(
+    traveller: time_machine.Traveller,
+) -> None:
+    limits = RateLimits("100/minute", "5/minute", None)
+    with pytest.raises(InvalidRequest):
+        await limits.hit_input_events("key-a", 6)
+    await limits.hit_input_events("key-a", 5)
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "cost", "expected"),
+    [
+        (0, 0, 1, 0.0),
+        (0, 6, 1, 20.0),  # the window's end: 6 x (1 - a bit) < 6
+        (6, 0, 3, 0.0),  # already room: 6 x 20/60 = 2 < 4
+        (6, 2, 3, 20.0 - 60.0 * 2 / 6),  # 6 x left/60 + 2 < 4
+        (6, 4, 3, 20.0),
+        (6, 6, 6, 20.0 + 60.0 * 5 / 6),  # 6 x (1 - f) < 1 in the next window
+    ],
+)
+def test_seconds_until_room(previous: int, current: int, cost: int, expected: float) -> None:
+    wait = seconds_until_room(
+        amount=6, cost=cost, period_s=60, previous=previous, current=current, now=40.0
+    )
+    assert wait == pytest.approx(max(0.0, expected))

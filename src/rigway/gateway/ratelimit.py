@@ -2,23 +2,51 @@
 
 Two quotas per API key: requests, and input events (a batch of 10 costs 10).
 
-The strategy is the sliding window counter: two counters per key and quota, weighted
-by how far the current window has run. The moving window keeps one timestamp per hit
-(1,200 per key at the default quota) and its in-memory storage prunes them on a worker
-thread after every hit, which cost the gateway a thread hop per request.
+The strategy is the sliding window counter: two counters per key and quota (windows
+aligned to multiples of the quota's period), the previous one weighted by how much of
+it still overlaps the last period. The moving window keeps one timestamp per hit (1,200
+per key at the default quota) and its in-memory storage prunes them on a worker thread
+after every hit, which cost the gateway a thread hop per request.
+
+`Retry-After` is computed from the two counters (`seconds_until_room`): the library's
+reset time is the end of the current window, when the key may well still be full.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from limits import RateLimitItem, parse
-from limits.aio.storage import MemoryStorage, RedisStorage, Storage
+from limits.aio.storage import MemoryStorage, RedisStorage, SlidingWindowCounterSupport, Storage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
 
-from rigway.gateway.errors import RateLimited
+from rigway.gateway.errors import InvalidRequest, RateLimited
+
+logger = logging.getLogger(__name__)
+
+
+def seconds_until_room(
+    *, amount: int, cost: int, period_s: float, previous: int, current: int, now: float
+) -> float:
+    """How long until a hit of `cost` fits under a sliding window counter of `amount`
+    per `period_s`, given the previous and current windows' counts (`cost <= amount`).
+
+    The weighted count is previous * (the part of the previous window still inside the
+    last period) + current; a hit fits while floor(weighted) + cost <= amount, that is
+    while weighted < amount - cost + 1. The weighted count falls as the current window
+    runs; when that window closes, its count becomes the previous one and falls from
+    there. The answer is the bound itself: a hit fits any time after it."""
+    left_s = period_s - now % period_s  # until the current window closes
+    below = amount - cost + 1  # the weighted count must fall under this
+    if current < below:
+        if previous == 0:
+            return 0.0
+        return max(0.0, left_s - period_s * (below - current) / previous)
+    return left_s + period_s * (1 - below / current)
 
 
 class RateLimits:
@@ -46,16 +74,36 @@ class RateLimits:
         await self._hit(self._sign_ins, f"sign-in:{email.strip().lower()}", 1, "sign-in")
 
     async def _hit(self, item: RateLimitItem, key_id: str, cost: int, what: str) -> None:
+        period_s = item.get_expiry()
+        if cost > item.amount:
+            # Waiting would never help: no Retry-After could be honest.
+            raise InvalidRequest(
+                f"{cost} {what}s in one call exceed the quota of {item.amount} per {period_s} s"
+            )
         if await self._limiter.hit(item, "key", key_id, cost=cost):
             return
-        stats = await self._limiter.get_window_stats(item, "key", key_id)
-        retry_after = max(1, math.ceil(stats.reset_time - time.time()))
+        storage = cast(SlidingWindowCounterSupport, self._storage)
+        previous, _, current, _ = await storage.get_sliding_window(
+            item.key_for("key", key_id), period_s
+        )
+        now = time.time()
+        wait_s = seconds_until_room(
+            amount=item.amount,
+            cost=cost,
+            period_s=period_s,
+            previous=previous,
+            current=current,
+            now=now,
+        )
+        retry_after = max(1, math.floor(wait_s) + 1)  # strictly after the bound
+        weighted = previous * (period_s - now % period_s) / period_s + current
+        remaining = max(0, item.amount - math.floor(weighted))
         raise RateLimited(
-            f"{what} quota of {item.amount} per {item.get_expiry()} s exceeded",
+            f"{what} quota of {item.amount} per {period_s} s exceeded",
             headers={
                 "Retry-After": str(retry_after),
                 "RateLimit-Limit": str(item.amount),
-                "RateLimit-Remaining": str(stats.remaining),
+                "RateLimit-Remaining": str(remaining),
                 "RateLimit-Reset": str(retry_after),
             },
         )
@@ -64,8 +112,12 @@ class RateLimits:
         await self._storage.reset()
 
     async def close(self) -> None:
-        """Let go of the storage's connections (Redis); the limits stop counting."""
-        await self._close_storage()
+        """Let go of the storage's connections (Redis) at shutdown. A failure is logged,
+        never raised: a stuck disconnect must not stop the rest of the shutdown."""
+        try:
+            await self._close_storage()
+        except Exception:
+            logger.exception("could not close the rate-limit storage")
 
 
 async def _nothing_to_close() -> None:

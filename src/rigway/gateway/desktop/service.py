@@ -233,11 +233,14 @@ class DesktopService:
             return_exceptions=True,
         )
         shot_leg, dirty_leg, targets_leg = legs
+        if isinstance(shot_leg, BaseException):
+            # The screenshot's error first: a 400 for a bad region must not become a
+            # retryable 504 because the dirty leg also timed out.
+            if not isinstance(dirty_leg, BaseException):
+                await self._return_dirty(live, dirty_leg[0])
+            raise shot_leg
         if isinstance(dirty_leg, BaseException):
             raise dirty_leg
-        if isinstance(shot_leg, BaseException):
-            await self._return_dirty(live, dirty_leg[0])
-            raise shot_leg
         dirty, dirty_s = dirty_leg
         snapshot, targets_s = (None, 0.0) if isinstance(targets_leg, BaseException) else targets_leg
         if not image:
