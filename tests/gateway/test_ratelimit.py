@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
+import socket
 from collections.abc import Iterator
 
 import pytest
 import time_machine
 
-from rigway.gateway.errors import InvalidRequest, RateLimited
+from rigway.gateway.errors import InvalidRequest, RateLimited, ServiceUnavailable
 from rigway.gateway.ratelimit import RateLimits, seconds_until_room
 
 START = 1_800_000_000.0
@@ -144,3 +146,36 @@ def test_seconds_until_room(previous: int, current: int, cost: int, expected: fl
         amount=6, cost=cost, period_s=60, previous=previous, current=current, now=40.0
     )
     assert wait == pytest.approx(max(0.0, expected))
+
+
+def _dead_redis_url() -> str:
+    with socket.socket() as probe:  # a port nothing listens on once this closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"redis://127.0.0.1:{port}/0"
+
+
+async def test_api_quotas_fail_open_when_the_storage_is_down(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    limits = RateLimits("1/minute", "1/minute", _dead_redis_url())
+    try:
+        with caplog.at_level(logging.WARNING, logger="rigway.gateway.ratelimit"):
+            for _ in range(3):  # past the quota: nothing counts, nothing refuses
+                await limits.hit_request("key-a")
+                await limits.hit_input_events("key-a", 1)
+        warnings = [r for r in caplog.records if "quotas not enforced" in r.getMessage()]
+        assert len(warnings) == 1
+    finally:
+        await limits.close()
+
+
+async def test_sign_in_limit_fails_closed_when_the_storage_is_down() -> None:
+    limits = RateLimits("1/minute", "1/minute", _dead_redis_url())
+    try:
+        with pytest.raises(ServiceUnavailable) as refused:
+            await limits.hit_sign_in("owner@example.com")
+        assert refused.value.status == 503
+        assert refused.value.headers["Retry-After"].isdigit()
+    finally:
+        await limits.close()

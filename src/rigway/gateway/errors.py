@@ -13,6 +13,7 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
     ├── SessionEnded              410 session_ended
     ├── RateLimited               429 rate_limited / concurrency_limit (+ headers)
     ├── HostError                 502 host_error
+    ├── ServiceUnavailable        503 unavailable (+ Retry-After)
     └── HostTimeout               504 host_timeout
 """
 
@@ -90,6 +91,17 @@ class RateLimited(ApiError):
 class HostError(ApiError):
     status = 502
     code = "host_error"
+
+
+class ServiceUnavailable(ApiError):
+    """A store the gateway needs is down; retrying later may work."""
+
+    status = 503
+    code = "unavailable"
+
+    def __init__(self, detail: str = "", *, retry_after_s: int = 5) -> None:
+        super().__init__(detail)
+        self.headers = {"Retry-After": str(retry_after_s)}
 
 
 class HostTimeout(ApiError):

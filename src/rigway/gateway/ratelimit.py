@@ -10,6 +10,10 @@ after every hit, which cost the gateway a thread hop per request.
 
 `Retry-After` is computed from the two counters (`seconds_until_room`): the library's
 reset time is the end of the current window, when the key may well still be full.
+
+When the storage (Redis) is down, the API quotas fail open (a warning, at most once a
+minute) so an outage of the limiter is not an outage of the service; the sign-in limit
+fails closed (503), since it is what stands between a password and a guesser.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from typing import cast
 from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, RedisStorage, SlidingWindowCounterSupport, Storage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
+from limits.errors import StorageError
 
-from rigway.gateway.errors import InvalidRequest, RateLimited
+from rigway.gateway.errors import InvalidRequest, RateLimited, ServiceUnavailable
 
 logger = logging.getLogger(__name__)
+
+# One warning per this many seconds while the storage is down, not one per request.
+_OUTAGE_WARNING_INTERVAL_S = 60.0
 
 
 def seconds_until_room(
@@ -58,34 +66,44 @@ class RateLimits:
         sign_in_limit: str = "10/minute",
     ) -> None:
         self._storage, self._close_storage = _storage(redis_url)
+        self._warned_at: float | None = None
         self._limiter = SlidingWindowCounterRateLimiter(self._storage)
         self._requests = parse(request_limit)
         self._input_events = parse(input_event_limit)
         self._sign_ins = parse(sign_in_limit)
 
     async def hit_request(self, key_id: str) -> None:
-        await self._hit(self._requests, key_id, 1, "request")
+        await self._hit(self._requests, key_id, 1, "request", fail_open=True)
 
     async def hit_input_events(self, key_id: str, count: int) -> None:
-        await self._hit(self._input_events, key_id, count, "input event")
+        await self._hit(self._input_events, key_id, count, "input event", fail_open=True)
 
     async def hit_sign_in(self, email: str) -> None:
         """Password guesses per account email: argon2's cost alone is not a limit."""
-        await self._hit(self._sign_ins, f"sign-in:{email.strip().lower()}", 1, "sign-in")
+        key = f"sign-in:{email.strip().lower()}"
+        await self._hit(self._sign_ins, key, 1, "sign-in", fail_open=False)
 
-    async def _hit(self, item: RateLimitItem, key_id: str, cost: int, what: str) -> None:
+    async def _hit(
+        self, item: RateLimitItem, key_id: str, cost: int, what: str, *, fail_open: bool
+    ) -> None:
         period_s = item.get_expiry()
         if cost > item.amount:
             # Waiting would never help: no Retry-After could be honest.
             raise InvalidRequest(
                 f"{cost} {what}s in one call exceed the quota of {item.amount} per {period_s} s"
             )
-        if await self._limiter.hit(item, "key", key_id, cost=cost):
-            return
         storage = cast(SlidingWindowCounterSupport, self._storage)
-        previous, _, current, _ = await storage.get_sliding_window(
-            item.key_for("key", key_id), period_s
-        )
+        try:
+            if await self._limiter.hit(item, "key", key_id, cost=cost):
+                return
+            previous, _, current, _ = await storage.get_sliding_window(
+                item.key_for("key", key_id), period_s
+            )
+        except StorageError as exc:
+            if not fail_open:
+                raise ServiceUnavailable(f"the {what} limit cannot be checked now") from exc
+            self._warn_outage(exc)
+            return
         now = time.time()
         wait_s = seconds_until_room(
             amount=item.amount,
@@ -107,6 +125,12 @@ class RateLimits:
                 "RateLimit-Reset": str(retry_after),
             },
         )
+
+    def _warn_outage(self, exc: StorageError) -> None:
+        now = time.monotonic()
+        if self._warned_at is None or now - self._warned_at >= _OUTAGE_WARNING_INTERVAL_S:
+            self._warned_at = now
+            logger.warning("rate-limit storage unavailable, quotas not enforced: %s", exc)
 
     async def reset(self) -> None:
         await self._storage.reset()
@@ -136,6 +160,8 @@ def _storage(redis_url: str | None) -> tuple[Storage, Callable[[], Awaitable[Non
     storage = RedisStorage(
         redis_url.replace("redis://", "async+redis://", 1),
         implementation="redispy",
+        # Storage failures surface as StorageError, which _hit handles.
+        wrap_exceptions=True,
         connection_pool=pool,  # type: ignore[arg-type]
     )
     return storage, pool.aclose
