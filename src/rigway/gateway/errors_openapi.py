@@ -22,6 +22,7 @@ _DESCRIPTIONS = {
     413: "request body too large",
     429: "rate_limited / concurrency_limit",
     502: "host_error",
+    503: "unavailable: a store the gateway needs is down (retry after Retry-After)",
     504: "host_timeout",
 }
 

@@ -36,7 +36,9 @@ async def jwks(request: Request) -> dict[str, Any]:
     return identity.jwks()
 
 
-@router.post("/v1/console/sign-in", response_model=SignInOut, responses=error_responses(401, 404))
+@router.post(
+    "/v1/console/sign-in", response_model=SignInOut, responses=error_responses(401, 404, 429, 503)
+)
 async def sign_in(request: Request, body: SignInIn) -> SignInOut:
     """Trades a local user's email and password for a console token."""
     services = services_of(request)
