@@ -161,6 +161,28 @@ async def test_silent_gateway_is_dropped_and_redialled(agent: Agent) -> None:
         await task
 
 
+async def test_a_gateway_that_stops_reading_is_dropped_even_mid_send(agent: Agent) -> None:
+    """A reply the peer never reads blocks its sender; the silence is still noticed."""
+    async with FakeGateway(heartbeat_interval_s=0.1).running() as gateway:
+        link = agent.link(gateway.url)
+        task = asyncio.create_task(link.run())
+        first = await gateway.next_connection()
+        async with asyncio.timeout(5):
+            await link.wait_connected()
+        first.ws.transport.pause_reading()  # alive as TCP, deaf as a peer
+        ws = link._ws
+        assert ws is not None
+        stuck = asyncio.create_task(
+            link._send(ws, {"t": "res", "id": "x", "ok": True}, bytes(48 << 20))
+        )
+        async with asyncio.timeout(5):
+            await gateway.next_connection()  # dropped after ~3 silent intervals, redialled
+        assert stuck.done()
+        first.ws.transport.abort()  # the deaf peer's side, so the fake server can close
+        await link.stop()
+        await task
+
+
 async def test_drop_releases_held_input_and_reconnects_with_open_session(
     link: AgentLink, gateway: FakeGateway, agent: Agent
 ) -> None:

@@ -35,7 +35,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
 from rigway.protocol import ops
 from rigway.protocol.framing import FramingError, decode_frame, encode_binary, encode_text
-from rigway.protocol.messages import Hello, Reply, Request, Welcome
+from rigway.protocol.messages import Hello, Ping, Pong, Reply, Request, Welcome
 
 __all__ = [
     "AgentLink",
@@ -369,7 +369,20 @@ class AgentLink:
                 # A dead peer never completes a close handshake: cut the socket.
                 ws.transport.abort()
                 return
-            await self._send(ws, {"t": "ping", "sent_at": time.time()})
+            # Sent from a task of its own: a send stuck behind a large reply to a peer
+            # that stopped reading must not stop this loop from noticing the silence.
+            self._send_soon(ws, Ping(sent_at=time.time()).model_dump())
+
+    def _send_soon(self, ws: ClientConnection, message: dict[str, Any]) -> None:
+        """Send without making the caller wait (heartbeats, pongs); cancelled with the
+        connection's other tasks when it drops."""
+        task = asyncio.create_task(self._send_quietly(ws, message))
+        self._request_tasks.add(task)
+        task.add_done_callback(self._request_tasks.discard)
+
+    async def _send_quietly(self, ws: ClientConnection, message: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(ws, message)
 
     # ---- frames ---------------------------------------------------------------------
 
@@ -386,7 +399,13 @@ class AgentLink:
         elif kind == "res":
             self._on_reply(header)
         elif kind == "ping":
-            await self._send(ws, {"t": "pong", "sent_at": header.get("sent_at", 0.0)})
+            try:
+                ping = Ping.model_validate(header)
+            except ValidationError:
+                _log.warning("malformed ping from the gateway dropped")
+            else:
+                # Not awaited here: this loop must keep reading (and hearing) the peer.
+                self._send_soon(ws, Pong(sent_at=ping.sent_at).model_dump())
         elif kind != "pong":
             _log.debug("ignoring a %r frame", kind)
         return True

@@ -37,13 +37,26 @@ def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], bytes]:
     end = _HEADER_LENGTH.size + header_length
     if header_length > MAX_HEADER_BYTES or end > len(frame):
         raise FramingError("binary frame header length out of range")
-    return _load_object(frame[_HEADER_LENGTH.size : end].decode()), bytes(frame[end:])
+    try:
+        header = frame[_HEADER_LENGTH.size : end].decode()
+    except UnicodeDecodeError as exc:
+        raise FramingError(f"binary frame header is not UTF-8: {exc}") from exc
+    return _load_object(header), bytes(frame[end:])
+
+
+def _refuse_constant(name: str) -> float:
+    raise FramingError(f"frame carries {name}, which JSON does not have")
 
 
 def _load_object(text: str) -> dict[str, Any]:
+    # Whatever a peer sends ends here as a FramingError (the link closes) and never as
+    # another exception: ValueError covers malformed JSON and integers past Python's
+    # digit limit, RecursionError a deeply nested document.
     try:
-        value = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except FramingError:
+        raise
+    except (ValueError, RecursionError) as exc:
         raise FramingError(f"frame is not JSON: {exc}") from exc
     if not isinstance(value, dict):
         raise FramingError("frame is not a JSON object")

@@ -46,7 +46,7 @@ class Welcome(_Message):
     t: Literal["welcome"] = "welcome"
     protocol: int = PROTOCOL_VERSION
     rig_id: str
-    heartbeat_interval_s: float
+    heartbeat_interval_s: float = Field(gt=0, le=3600, allow_inf_nan=False)
     # Sessions the agent reported that are no longer active on the gateway: the agent
     # ends them locally (safety restore) right away.
     ended_session_ids: list[str] = Field(default_factory=list)
@@ -75,9 +75,10 @@ class Reply(_Message):
 
 class Ping(_Message):
     t: Literal["ping"] = "ping"
-    sent_at: float
+    # Echoed back in the pong: a non-finite value could not be sent again.
+    sent_at: float = Field(allow_inf_nan=False)
 
 
 class Pong(_Message):
     t: Literal["pong"] = "pong"
-    sent_at: float
+    sent_at: float = Field(allow_inf_nan=False)

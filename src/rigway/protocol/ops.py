@@ -40,6 +40,8 @@ MASKED_VALUE = "[redacted]"
 MAX_DIRTY_RECTS = 64
 
 Coordinate = Annotated[int, Field(ge=0, le=65535)]
+# A duration a host reports: 1e400 parses as infinity, which no reply may carry on.
+Milliseconds = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
 Extent = Annotated[int, Field(ge=1, le=65535)]
 
 
@@ -90,7 +92,7 @@ class ScreenCaptured(_Body):
     height: int
     native_width: int
     native_height: int
-    host_jpeg_ms: float
+    host_jpeg_ms: Milliseconds
     cached: bool
     marked: bool
 
@@ -142,7 +144,7 @@ class TargetSnapshot(_Body):
     window_role: str
     targets: list[Target]
     truncated: bool
-    host_uia_ms: float
+    host_uia_ms: Milliseconds
 
 
 class InputEvent(_Body):

@@ -85,8 +85,10 @@ class HostConnection:
         self._pending[request_id] = waiter
         message = Request(id=request_id, op=op, deadline_ms=int(timeout_s * 1000), body=body)
         try:
-            await self._send_text(message.model_dump())
+            # The send is inside the deadline: a host that stops reading fills the
+            # socket, and the caller must still get its 504 on time.
             async with asyncio.timeout(timeout_s):
+                await self._send_text(message.model_dump())
                 return await waiter
         except TimeoutError as exc:
             raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
@@ -136,9 +138,9 @@ class HostConnection:
             elif kind == "req":
                 self._spawn(self._answer_agent(Request.model_validate(header)))
             elif kind == "ping":
-                await self._send_text(
-                    Pong(sent_at=Ping.model_validate(header).sent_at).model_dump()
-                )
+                # Not awaited: this loop must keep reading even while a send is stuck.
+                pong = Pong(sent_at=Ping.model_validate(header).sent_at)
+                self._spawn(self._send_quietly(pong.model_dump()))
         except ValidationError as exc:
             logger.warning("malformed %r frame from %s: %s", kind, self.rig_id, exc)
 
@@ -176,8 +178,8 @@ class HostConnection:
                 logger.info("host %s silent for %.1f s; closing", self.rig_id, 3 * interval)
                 await self.close(code=4408, reason="heartbeat_timeout")
                 return
-            with contextlib.suppress(HostUnavailableError):
-                await self._send_text(Ping(sent_at=self._monotonic()).model_dump())
+            # From a task of its own, so a stuck send cannot stop the silence check.
+            self._spawn(self._send_quietly(Ping(sent_at=self._monotonic()).model_dump()))
 
     async def _send_text(self, message: dict[str, Any]) -> None:
         try:
@@ -185,6 +187,10 @@ class HostConnection:
                 await self._websocket.send_text(encode_text(message))
         except (RuntimeError, WebSocketDisconnect, OSError) as exc:
             raise HostUnavailableError(str(exc)) from exc
+
+    async def _send_quietly(self, message: dict[str, Any]) -> None:
+        with contextlib.suppress(HostUnavailableError):
+            await self._send_text(message)
 
     def _fail_pending(self) -> None:
         for waiter in self._pending.values():

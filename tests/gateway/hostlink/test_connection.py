@@ -1,0 +1,59 @@
+"""The gateway's end of a host link against a host that stops reading."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, cast
+
+import pytest
+from starlette.websockets import WebSocket
+
+from rigway.gateway.hostlink.connection import HostConnection, HostTimeoutError
+from rigway.protocol import PROTOCOL_VERSION, Hello
+
+
+class DeafHostSocket:
+    """A WebSocket whose peer never reads: every send blocks, nothing arrives."""
+
+    def __init__(self) -> None:
+        self.sends_started = 0
+        self._never = asyncio.Event()
+
+    async def send_text(self, _text: str) -> None:
+        self.sends_started += 1
+        await self._never.wait()
+
+    async def receive(self) -> dict[str, Any]:
+        await self._never.wait()
+        raise AssertionError("unreachable")
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        return None
+
+
+def _connection(socket: DeafHostSocket) -> HostConnection:
+    hello = Hello(protocol=PROTOCOL_VERSION, agent_version="test", native_width=8, native_height=8)
+
+    async def no_agent_requests(*_args: object) -> dict[str, Any]:
+        return {}
+
+    return HostConnection(
+        "rig_test",
+        cast(WebSocket, socket),
+        hello,
+        heartbeat_interval_s=30.0,
+        monotonic=time.monotonic,
+        on_agent_request=no_agent_requests,
+    )
+
+
+async def test_the_deadline_covers_a_send_the_host_never_reads() -> None:
+    socket = DeafHostSocket()
+    connection = _connection(socket)
+    started = time.monotonic()
+    async with asyncio.timeout(2):  # without the fix the request hangs: fail, don't hang
+        with pytest.raises(HostTimeoutError):
+            await connection.request("screen/capture", {"session_id": "s"}, timeout_s=0.2)
+    assert socket.sends_started == 1
+    assert time.monotonic() - started < 1.0
