@@ -721,6 +721,7 @@ class FakeHost:
     an op that is absent (or maps to None) is never answered."""
 
     rig_id: str
+    rig_token: str
     replies: dict[str, dict[str, Any] | None]
     requests: list[Request] = field(default_factory=list)
 
@@ -745,13 +746,23 @@ class FakeHost:
 async def fake_host(
     stack: Stack, replies: Mapping[str, dict[str, Any] | None]
 ) -> AsyncIterator[FakeHost]:
+    """A newly paired rig, API access on, its host connected by hand."""
     code = await stack.services.rigs.create_pairing_code(stack.account_id)
     paired = await pair(stack.base_url, code.code, name="fake", os="fake-os", gpu="")
     await stack.services.rigs.set_api_access(stack.account_id, paired.rig_id, True)
+    async with reconnect_fake_host(stack, paired.rig_id, paired.rig_token, replies) as host:
+        yield host
+
+
+@contextlib.asynccontextmanager
+async def reconnect_fake_host(
+    stack: Stack, rig_id: str, rig_token: str, replies: Mapping[str, dict[str, Any] | None]
+) -> AsyncIterator[FakeHost]:
+    """A host of an already paired rig connecting (again), running no session."""
     url = "ws" + stack.base_url.removeprefix("http") + "/v1/agent/connect"
     async with connect(
         url,
-        additional_headers={"Authorization": f"Bearer {paired.rig_token}"},
+        additional_headers={"Authorization": f"Bearer {rig_token}"},
         compression=None,
     ) as ws:
         hello = Hello(
@@ -765,11 +776,11 @@ async def fake_host(
         )
         await ws.send(encode_text(hello.model_dump()))
         welcome = Welcome.model_validate(decode_frame(await ws.recv())[0])
-        assert welcome.rig_id == paired.rig_id
-        host = FakeHost(paired.rig_id, dict(replies))
+        assert welcome.rig_id == rig_id
+        host = FakeHost(rig_id, rig_token, dict(replies))
         serving = asyncio.create_task(host.serve(ws))
         try:
-            await stack.wait_online(paired.rig_id)
+            await stack.wait_online(rig_id)
             yield host
         finally:
             serving.cancel()
@@ -812,6 +823,47 @@ async def test_host_error_reply_to_capture_502_host_error(bare_stack: Stack, op:
         detail = assert_error(response, 502, "host_error")
         assert "capture device lost" in detail
         assert await _session_status(bare_stack, session_id) == "active"
+
+
+async def test_a_restore_the_host_missed_while_away_is_sent_when_it_returns(
+    bare_stack: Stack,
+) -> None:
+    """The session ends while its host is away and the host comes back running none:
+    the welcome has nothing to list, yet the host still gets its session/end."""
+    replies = {ops.SESSION_START: STARTED, ops.SESSION_END: {"ok": True, "body": {}}}
+    async with fake_host(bare_stack, replies) as host:
+        session_id = await _start(bare_stack, host)
+    await bare_stack.wait_until(lambda: not bare_stack.services.registry.is_online(host.rig_id))
+    ended = await bare_stack.client.delete(f"/v1/sessions/{session_id}")
+    assert ended.json()["status"] == "ended"
+    async with reconnect_fake_host(bare_stack, host.rig_id, host.rig_token, replies) as back:
+        await bare_stack.wait_until(lambda: session_id in back.session_ids(ops.SESSION_END))
+
+
+async def test_a_reconnect_that_fails_its_handshake_leaves_the_host_gone_timer_running(
+    tmp_path: Path,
+) -> None:
+    async with _stack(tmp_path, rigs=0, host_gone_grace_s=0.3) as stack:
+        replies = {ops.SESSION_START: STARTED}
+        async with fake_host(stack, replies) as host:
+            session_id = await _start(stack, host)
+        await stack.wait_until(lambda: not stack.services.registry.is_online(host.rig_id))
+
+        async def store_down(*_args: object) -> None:
+            raise OSError("the store went away mid-handshake")
+
+        stack.services.rigs.record_hello = store_down  # type: ignore[method-assign,assignment]
+        url = "ws" + stack.base_url.removeprefix("http") + "/v1/agent/connect"
+        hello = Hello(protocol=PROTOCOL_VERSION, agent_version="0", native_width=8, native_height=8)
+        async with connect(
+            url, additional_headers={"Authorization": f"Bearer {host.rig_token}"}
+        ) as ws:
+            await ws.send(encode_text(hello.model_dump()))
+            with contextlib.suppress(ConnectionClosed):
+                await ws.recv()  # no welcome: the gateway fails and closes
+        await stack.wait_until(lambda: stack.services.sessions.live.get(session_id) is None)
+        status = (await stack.client.get(f"/v1/sessions/{session_id}")).json()
+        assert status["ended_reason"] == "host_gone"
 
 
 async def test_observe_answers_the_screenshot_legs_error_first(bare_stack: Stack) -> None:

@@ -40,7 +40,6 @@ async def agent_connect(websocket: WebSocket) -> None:
     # Before any other await: a host-gone timer firing now would end a session whose
     # host is back, and skip its safety restore.
     services.timers.host_connected(rig.id)
-    await services.rigs.record_hello(rig.id, hello)
     connection = HostConnection(
         rig.id,
         websocket,
@@ -49,16 +48,26 @@ async def agent_connect(websocket: WebSocket) -> None:
         monotonic=services.clock.monotonic,
         on_agent_request=lambda op, conn, body: _on_agent_request(services, op, conn, body),
     )
-    ended = await services.sessions.ended_among(rig.id, hello.open_session_ids)
-    await services.sessions.end_sessions_the_host_lost(rig.id, hello.open_session_ids)
-    welcome = Welcome(
-        rig_id=rig.id,
-        heartbeat_interval_s=services.settings.heartbeat_interval_s,
-        ended_session_ids=ended,
-    )
-    await websocket.send_text(encode_text(welcome.model_dump()))
-    await services.registry.attach(connection)
+    try:
+        await services.rigs.record_hello(rig.id, hello)
+        ended = await services.sessions.ended_among(rig.id, hello.open_session_ids)
+        await services.sessions.end_sessions_the_host_lost(rig.id, hello.open_session_ids)
+        welcome = Welcome(
+            rig_id=rig.id,
+            heartbeat_interval_s=services.settings.heartbeat_interval_s,
+            ended_session_ids=ended,
+        )
+        await websocket.send_text(encode_text(welcome.model_dump()))
+        await services.registry.attach(connection)
+    except BaseException:
+        # The handshake failed after the host-gone timer was stopped: start it again
+        # unless another link of this rig is up, or the session would bill until idle.
+        if not services.registry.is_online(rig.id):
+            services.timers.host_disconnected(rig.id)
+        raise
     services.timers.host_connected(rig.id)
+    # Sessions that ended between the hello and the attach missed the welcome.
+    services.sessions.pay_restores_owed(rig.id)
     logger.info("host %s connected (%s)", rig.id, hello.backend)
     try:
         await connection.serve()

@@ -64,6 +64,8 @@ class SessionService:
         self.live = LiveSessions()
         self._end_locks: dict[str, asyncio.Lock] = {}
         self._background: set[asyncio.Task[None]] = set()
+        # rig id -> {session id: end reason}: safety restores its host has yet to get.
+        self._restores_owed: dict[str, dict[str, str]] = {}
         # Called after a transaction wrote webhook events (the dispatcher drains at once).
         self.on_events_written: Callable[[], None] = lambda: None
         # Called with the session id once a session ended (live streams close on it).
@@ -268,16 +270,28 @@ class SessionService:
         return self.view(await self.end(session_id, reason))
 
     async def _restore_on_host(self, rig_id: str, session_id: str, reason: str) -> None:
-        """Safety restore: best effort; an absent host restores when it reconnects
-        (the welcome lists the session as ended)."""
+        """Safety restore: best effort. A host that is away (or drops during the
+        request) is owed it: the welcome of its next link lists sessions ended before
+        its hello, and `pay_restores_owed` sends those that ended while it was
+        connecting, between its hello and its attach."""
         connection = self._registry.get(rig_id)
         if connection is None:
+            self._restores_owed.setdefault(rig_id, {})[session_id] = reason
             return
         body = ops.SessionEnd(session_id=session_id, reason=reason).model_dump()
         try:
             await connection.request(ops.SESSION_END, body, self._settings.host_timeout_s)
-        except (HostTimeoutError, HostUnavailableError, HostOpError) as exc:
+        except HostUnavailableError as exc:
+            self._restores_owed.setdefault(rig_id, {})[session_id] = reason
+            logger.warning("safety restore of %s on %s deferred: %s", session_id, rig_id, exc)
+        except (HostTimeoutError, HostOpError) as exc:
             logger.warning("safety restore of %s on %s failed: %s", session_id, rig_id, exc)
+
+    def pay_restores_owed(self, rig_id: str) -> None:
+        """Right after a host's link attaches: send it every restore it missed. Ending
+        a session a host no longer runs is a no-op there, so sending one twice is safe."""
+        for session_id, reason in self._restores_owed.pop(rig_id, {}).items():
+            self._spawn(self._restore_on_host(rig_id, session_id, reason))
 
     # ---- timers ----
 
