@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
 import pytest
 import simplejpeg
 
+from rigway.agent import apps as apps_module
+from rigway.agent import dispatch as dispatch_module
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.backends.base import Rect, WalkBudget
 from rigway.agent.dispatch import Dispatcher, HostOpError
@@ -274,3 +279,97 @@ async def test_end_stops_a_running_batch(started: Rig) -> None:
         await batch
     assert reply["released_inputs"] == ["ctrl"]
     assert ("type", "never") not in started.desktop.calls
+
+
+async def test_an_app_whose_launch_outlasts_its_session_is_killed(
+    monkeypatch: pytest.MonkeyPatch, screen_worker: ThreadPoolExecutor
+) -> None:
+    """The end's restore ran while the process was still starting: it knew no pid to
+    kill, so the launch itself must not leave one behind."""
+    resolve = apps_module.resolve_executable
+    resolving = threading.Event()
+
+    def slow_resolve(path: str, search_path: str | None = None) -> str:
+        resolving.set()
+        time.sleep(0.3)  # e.g. a PATH entry on a slow mount
+        return resolve(path, search_path)
+
+    monkeypatch.setattr(apps_module, "resolve_executable", slow_resolve)
+    desktop = FakeDesktop()
+    tracker = apps_module.ProcessTracker()
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, screen_worker, WalkBudget()),
+        InputGuard(desktop),
+        tracker,
+    )
+    try:
+        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+        launch = asyncio.create_task(
+            dispatcher.handle(
+                ops.APP_LAUNCH, {"session_id": "s1", "path": "sleep", "args": ["300"]}
+            )
+        )
+        await asyncio.to_thread(resolving.wait, 5)
+        await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
+        with pytest.raises(HostOpError) as refused:
+            await launch
+        assert refused.value.code == ops.ERROR_SESSION_MISMATCH
+        survivors = [
+            p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "300"]
+        ]
+        assert [p for p in survivors if p.ppid() == os.getpid()] == []
+    finally:
+        tracker.kill_all()
+        await dispatcher.close()
+
+
+class HungStreams:
+    """A publisher whose close never returns (a grab stuck on the screen worker)."""
+
+    def __init__(self) -> None:
+        self.close_started = asyncio.Event()
+
+    async def offer(self, request: ops.StreamOffer) -> ops.StreamAnswer:
+        raise AssertionError("not used")
+
+    async def add_candidate(self, request: ops.StreamCandidate) -> None:
+        raise AssertionError("not used")
+
+    async def close(self, session_id: str, viewer_id: str | None = None) -> int:
+        self.close_started.set()
+        await asyncio.Event().wait()
+        return 0
+
+    async def close_all(self) -> None:
+        return None
+
+
+async def test_a_hung_stream_close_neither_holds_input_nor_blocks_the_end(
+    monkeypatch: pytest.MonkeyPatch, screen_worker: ThreadPoolExecutor
+) -> None:
+    monkeypatch.setattr(dispatch_module, "_STREAM_CLOSE_TIMEOUT_S", 0.2)
+    desktop = FakeDesktop()
+    streams = HungStreams()
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, screen_worker, WalkBudget()),
+        InputGuard(desktop),
+        FakeApps(),
+        streams=streams,
+    )
+    try:
+        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+        down = [{"type": "key_down", "key": "shift"}]
+        await dispatcher.handle(ops.INPUT_BATCH, {"session_id": "s1", "events": down})
+        async with asyncio.timeout(3):
+            reply, _ = await dispatcher.handle(
+                ops.SESSION_END, {"session_id": "s1", "reason": "client"}
+            )
+        assert reply["released_inputs"] == ["shift"]
+        assert streams.close_started.is_set()
+    finally:
+        async with asyncio.timeout(3):  # a regression fails here instead of hanging
+            await dispatcher.close()

@@ -49,6 +49,7 @@ _log = logging.getLogger(__name__)
 # Ops of one session that must run one after another in arrival order (the link runs
 # them through a per-session lane); everything else may run concurrently.
 ORDERED_OPS: frozenset[str] = frozenset({ops.INPUT_BATCH, ops.APP_LAUNCH, ops.APP_KILL})
+_STREAM_CLOSE_TIMEOUT_S = 5.0
 
 Reply = tuple[dict[str, Any], bytes | None]
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
@@ -205,10 +206,11 @@ class Dispatcher:
         assert session is not None
         _log.info("ending session %s (%s)", session.session_id, reason)
         self._guard.interrupt()
-        await self._close_streams(session.session_id)
+        # Input and apps first: they are what a stuck stream must never hold up.
         released = await self._in_input_worker(self._guard.release_all)
         no_pids: list[int] = []
         killed = await self._best_effort("kill launched apps", self._apps.kill_all, no_pids)
+        await self._close_streams(session.session_id)
         await self._close_new_windows(session.window_baseline)
         return ops.SessionEnded(released_inputs=released, killed_pids=killed)
 
@@ -216,9 +218,11 @@ class Dispatcher:
         if self._streams is None:
             return
         try:
-            await self._streams.close(session_id)
+            async with asyncio.timeout(_STREAM_CLOSE_TIMEOUT_S):
+                await self._streams.close(session_id)
         except Exception:
-            # Like every restore step: a failure must not stop the steps after it.
+            # Like every restore step: a failure (or a hung grab) must not stop the
+            # steps after it, nor the next session's start behind the lifecycle lock.
             _log.exception("session restore: could not close the streams")
 
     async def _list_windows(self) -> frozenset[int] | None:
@@ -325,6 +329,14 @@ class Dispatcher:
             pid = await asyncio.to_thread(self._apps.launch, request.path, request.args)
         except LaunchError as exc:
             raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
+        if self.active_session_id != request.session_id:
+            # The session ended while the process started, after its restore had
+            # killed the apps it knew of: this one must not outlive it either.
+            no_pids: list[int] = []
+            await self._best_effort(
+                "kill an app launched as its session ended", partial(self._apps.kill, pid), no_pids
+            )
+            raise HostOpError(ops.ERROR_SESSION_MISMATCH, "the session ended during the launch")
         return ops.AppLaunched(pid=pid).model_dump(), None
 
     async def _app_kill(self, body: dict[str, Any]) -> Reply:
