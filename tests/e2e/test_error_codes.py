@@ -924,6 +924,8 @@ async def test_unacknowledged_session_start_504_and_session_failed(bare_stack: S
         assert_error(response, 504, "host_timeout")
         [session_id] = host.session_ids(ops.SESSION_START)
         assert await _session_status(bare_stack, session_id) == "failed"
+        failed = (await bare_stack.client.get(f"/v1/sessions/{session_id}")).json()
+        assert failed["billed_minutes"] == 0  # it never started: nothing to bill
         assert (await bare_stack.client.get("/v1/sessions")).json() == {"sessions": []}
         rig = (await bare_stack.client.get(f"/v1/rigs/{host.rig_id}")).json()
         assert rig["active_session_id"] is None

@@ -108,12 +108,13 @@ async def test_session_past_max_age_ends_with_max_age(timed_stack: Stack, clock:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "minutes"), [(0, 1), (1, 1), (60, 1), (61, 2), (3599, 60), (3601, 61)]
+    ("seconds", "minutes"), [(0, 1), (1, 1), (60, 1), (61, 2), (3599, 60), (3600, 60)]
 )
 async def test_billed_minutes_round_wall_clock_up(
     timed_stack: Stack, clock: FakeClock, seconds: int, minutes: int
 ) -> None:
-    session_id = await timed_stack.start_session()
+    # An hour of idle allowed: past its idle deadline a session bills no further.
+    session_id = await timed_stack.start_session(idle_timeout_seconds=3600)
     clock.advance(seconds)
     ended = await timed_stack.client.delete(f"/v1/sessions/{session_id}")
     assert ended.json()["billed_minutes"] == minutes
@@ -216,3 +217,25 @@ async def test_agent_kill_command_ends_session_owner_kill(stack: Stack, tmp_path
     assert answer == {"ok": True, "ended": True}
     assert (await _status(stack, session_id))["ended_reason"] == "owner_kill"
     assert socket_path.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_late_reaper_bills_up_to_the_idle_deadline_not_past_it(
+    timed_stack: Stack, clock: FakeClock
+) -> None:
+    session_id = await timed_stack.start_session(idle_timeout_seconds=60)
+    clock.advance(60 * 10)  # the reaper (or a gateway that was down) notices late
+    assert await timed_stack.services.sessions.reap() == [session_id]
+    body = await _status(timed_stack, session_id)
+    assert (body["billed_minutes"], body["duration_seconds"]) == (1, 60)
+
+
+async def test_max_age_bills_exactly_the_maximum(timed_stack: Stack, clock: FakeClock) -> None:
+    session_id = await timed_stack.start_session(idle_timeout_seconds=3600)
+    for _ in range(3):
+        clock.advance(3599)
+        await timed_stack.client.get(f"/v1/sessions/{session_id}/screenshot")
+    clock.advance(10)  # 3 h + 7 s: the reaper is a few seconds late
+    assert await timed_stack.services.sessions.reap() == [session_id]
+    body = await _status(timed_stack, session_id)
+    assert body["ended_reason"] == "max_age"
+    assert (body["billed_minutes"], body["duration_seconds"]) == (180, 3 * 3600)

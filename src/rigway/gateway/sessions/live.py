@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rigway.gateway.db.models import Session
 
@@ -57,6 +57,14 @@ class LiveSession:
 
     def is_too_old(self, now: datetime, max_age_s: float) -> bool:
         return (now - self.started_at).total_seconds() >= max_age_s
+
+    def end_time(self, now: datetime, max_age_s: float) -> datetime:
+        """When the session ends if it ends `now`: never past its idle deadline nor its
+        maximum age. The reaper notices those up to an interval late, and a gateway
+        that was down notices them later still; billing must not count either delay."""
+        idle_deadline = self.last_activity_at + timedelta(seconds=self.idle_timeout_s)
+        age_deadline = self.started_at + timedelta(seconds=max_age_s)
+        return max(self.started_at, min(now, idle_deadline, age_deadline))
 
 
 def billed_minutes(started_at: datetime, until: datetime) -> int:

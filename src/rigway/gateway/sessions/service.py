@@ -86,7 +86,8 @@ class SessionService:
             started_at=row.started_at,
             ended_at=row.ended_at,
             ended_reason=row.ended_reason,  # type: ignore[arg-type]
-            billed_minutes=billed_minutes(row.started_at, until),
+            # A session that never started (failed) bills nothing.
+            billed_minutes=0 if row.status == "failed" else billed_minutes(row.started_at, until),
             duration_seconds=int(max(0.0, (until - row.started_at).total_seconds())),
             last_activity_at=last_activity_at,
             action_count=action_count,
@@ -129,11 +130,13 @@ class SessionService:
         try:
             started = await self._start_on_host(row)
         except (HostError, HostTimeout):
-            self.live.remove(row.id)
+            # The record first: should it fail, the session stays live here, where the
+            # reaper can still end it, rather than active in the store and nowhere else.
             async with self._sessions.begin() as db:
                 await repository.transition(
                     db, row.id, to_status="failed", values={"ended_at": self._clock.now()}
                 )
+            self.live.remove(row.id)
             # The host may still finish starting it: tell it to stand down.
             self._spawn(self._restore_on_host(row.rig_id, row.id, "timeout"))
             raise
@@ -234,8 +237,9 @@ class SessionService:
         async with lock:
             live = self.live.get(session_id)
             now = self._clock.now()
+            ended_at = now if live is None else live.end_time(now, self._settings.max_session_age_s)
             async with self._sessions.begin() as db:
-                values: dict[str, object] = {"ended_at": now, "ended_reason": reason}
+                values: dict[str, object] = {"ended_at": ended_at, "ended_reason": reason}
                 if live is not None:
                     values |= {
                         "last_activity_at": live.last_activity_at,
