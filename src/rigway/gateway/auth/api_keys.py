@@ -81,6 +81,9 @@ class ApiKeyAuthenticator:
         self._sessions = sessions
         self._clock = clock
         self._cache: dict[str, _CachedKey] = {}
+        # Bumped by every forget(): a load that read the row before a revocation
+        # committed must not put the key back in the cache after it.
+        self._generation = 0
 
     async def authenticate(self, authorization: str | None) -> ApiPrincipal:
         secret = _bearer(authorization)
@@ -96,9 +99,11 @@ class ApiKeyAuthenticator:
         return cached.principal
 
     def forget(self, prefix: str) -> None:
+        self._generation += 1
         self._cache.pop(prefix, None)
 
     async def _load(self, prefix: str) -> _CachedKey | None:
+        generation = self._generation
         async with self._sessions() as db:
             row = await db.scalar(
                 select(ApiKey).where(ApiKey.key_prefix == prefix, ApiKey.revoked_at.is_(None))
@@ -115,7 +120,10 @@ class ApiKeyAuthenticator:
         cached = _CachedKey(
             principal, row.key_hash.encode(), self._clock.monotonic(), row.last_used_at
         )
-        self._cache[prefix] = cached
+        if generation == self._generation:
+            self._cache[prefix] = cached
+        # else: a revocation may have landed during the read; this request used what it
+        # read, and the next one reads again.
         return cached
 
     async def _touch(self, prefix: str, cached: _CachedKey) -> None:
