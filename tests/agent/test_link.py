@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -345,3 +346,37 @@ async def test_stop_during_the_handshake_returns(agent: Agent, gateway: FakeGate
     async with asyncio.timeout(5):
         await task
     assert not link.is_connected
+
+
+async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(
+    agent: Agent, gateway: FakeGateway
+) -> None:
+    real_list_windows = agent.desktop.list_windows
+    listings: list[float] = []  # the start lists windows (baseline), the end again
+
+    def slow_list_windows() -> frozenset[int]:
+        listings.append(time.monotonic())
+        time.sleep(0.4)  # the start is still running when the link drops
+        return real_list_windows()
+
+    agent.desktop.list_windows = slow_list_windows  # type: ignore[method-assign]
+    link = agent.link(gateway.url, grace_s=0.3)
+    task = asyncio.create_task(link.run())
+    try:
+        connection = await gateway.next_connection()
+        gateway.send_welcome = False  # the link never comes back
+        start = {"session_id": "s1", "mode": "desktop"}
+        await connection.send(
+            {"t": "req", "id": "g1", "op": ops.SESSION_START, "deadline_ms": 10_000, "body": start}
+        )
+        await asyncio.sleep(0.1)
+        await connection.drop()
+        async with asyncio.timeout(5):
+            while len(listings) < 2:  # the grace's end lists the windows to close
+                await asyncio.sleep(0.02)
+            while agent.dispatcher.active_session_id is not None:
+                await asyncio.sleep(0.02)
+    finally:
+        await link.stop()
+        async with asyncio.timeout(10):
+            await task

@@ -335,16 +335,20 @@ class AgentLink:
             _log.exception("could not release held input after the link dropped")
         else:
             self._spawn_background(released)
-        if self._dispatcher.active_session_id is not None and self._grace_task is None:
+        # On every drop, not only with a session active: a session/start still running
+        # makes one active a moment later, and it must not outlive the link either.
+        if self._grace_task is None:
             self._grace_task = asyncio.create_task(self._end_after_grace())
 
     async def _end_after_grace(self) -> None:
         await asyncio.sleep(self._session_grace_s)
-        _log.warning(
-            "host link still down after %.0f s: ending the local session", self._session_grace_s
-        )
         self._grace_task = None
-        await self._dispatcher.end_local_session("link_lost")
+        # Waits for a start in progress (the lifecycle lock), then ends what it started.
+        if await self._dispatcher.end_local_session("link_lost"):
+            _log.warning(
+                "host link still down after %.0f s: ended the local session",
+                self._session_grace_s,
+            )
 
     def _cancel_grace(self) -> None:
         if self._grace_task is not None:
