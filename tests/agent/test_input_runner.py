@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from rigway.agent.input_runner import InputEventError, InputInterruptedError, run_batch
+from rigway.agent.input_runner import (
+    TYPE_CHUNK_CHARS,
+    InputEventError,
+    InputInterruptedError,
+    run_batch,
+)
 from rigway.agent.safety import InputGuard
 from rigway.protocol.ops import InputEvent
 from tests.agent.fakes import FakeDesktop
@@ -137,3 +142,32 @@ def test_batch_accepted_before_an_interrupt_does_not_start() -> None:
     with pytest.raises(InputInterruptedError):
         run_batch(guard, _events({"type": "type_text", "text": "late"}), epoch=epoch)
     assert desktop.calls == []
+
+
+def test_long_text_is_typed_whole_in_chunks() -> None:
+    desktop = FakeDesktop()
+    text = "é漢🙂" * 100  # 300 characters, none split into bytes or halves
+    assert _run(desktop, {"type": "type_text", "text": text}) == 1
+    typed = [str(call[1]) for call in desktop.calls if call[0] == "type"]
+    assert all(len(chunk) <= TYPE_CHUNK_CHARS for chunk in typed)
+    assert "".join(typed) == text
+
+
+class InterruptedWhileTyping(FakeDesktop):
+    """The session ends while the first chunk is being typed."""
+
+    guard: InputGuard
+
+    def type_text(self, text: str) -> None:
+        super().type_text(text)
+        self.guard.interrupt()
+
+
+def test_an_interrupt_stops_long_text_between_chunks() -> None:
+    desktop = InterruptedWhileTyping()
+    guard = InputGuard(desktop)
+    desktop.guard = guard
+    events = _events({"type": "type_text", "text": "a" * (TYPE_CHUNK_CHARS * 10)})
+    with pytest.raises(InputInterruptedError):
+        run_batch(guard, events, epoch=guard.epoch)
+    assert desktop.calls == [("type", "a" * TYPE_CHUNK_CHARS)]

@@ -16,7 +16,12 @@ from rigway.agent.safety import InputGuard
 from rigway.protocol import ops
 from rigway.protocol.keys import parse_chord
 
-__all__ = ["InputEventError", "InputInterruptedError", "run_batch"]
+__all__ = ["TYPE_CHUNK_CHARS", "InputEventError", "InputInterruptedError", "run_batch"]
+
+# Text is typed this many characters at a time, with an interrupt check between: one
+# event may carry 10,000 characters, which a backend can take seconds to type, and a
+# session end or a dropped link must stop it at once.
+TYPE_CHUNK_CHARS = 64
 
 
 class InputEventError(RuntimeError):
@@ -40,7 +45,12 @@ def run_batch(guard: InputGuard, events: Sequence[ops.InputEvent], *, epoch: int
         if guard.is_interrupted(epoch):
             raise InputInterruptedError(index)
         try:
-            _HANDLERS[event.type](guard, event)
+            if event.type == "type_text":
+                _type_text(guard, event.text or "", epoch=epoch, index=index)
+            else:
+                _HANDLERS[event.type](guard, event)
+        except InputInterruptedError:
+            raise
         except Exception as exc:
             raise InputEventError(index, event.type, exc) from exc
         # The pause is the host-side delay the caller asked for after this event; it
@@ -124,9 +134,11 @@ def _key_up(guard: InputGuard, event: ops.InputEvent) -> None:
         raise error
 
 
-def _type_text(guard: InputGuard, event: ops.InputEvent) -> None:
-    if event.text:
-        guard.type_text(event.text)
+def _type_text(guard: InputGuard, text: str, *, epoch: int, index: int) -> None:
+    for start in range(0, len(text), TYPE_CHUNK_CHARS):
+        if start > 0 and guard.is_interrupted(epoch):
+            raise InputInterruptedError(index)
+        guard.type_text(text[start : start + TYPE_CHUNK_CHARS])
 
 
 _HANDLERS: dict[str, Callable[[InputGuard, ops.InputEvent], None]] = {
@@ -136,5 +148,4 @@ _HANDLERS: dict[str, Callable[[InputGuard, ops.InputEvent], None]] = {
     "key_press": _key_press,
     "key_down": _key_down,
     "key_up": _key_up,
-    "type_text": _type_text,
 }
