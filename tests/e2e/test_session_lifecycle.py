@@ -3,6 +3,7 @@ restore on the host. The fake clock drives idle timeout, max age and billing."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -239,3 +240,18 @@ async def test_max_age_bills_exactly_the_maximum(timed_stack: Stack, clock: Fake
     body = await _status(timed_stack, session_id)
     assert body["ended_reason"] == "max_age"
     assert (body["billed_minutes"], body["duration_seconds"]) == (180, 3 * 3600)
+
+
+async def test_a_session_is_not_idle_while_its_input_batch_runs(
+    timed_stack: Stack, clock: FakeClock
+) -> None:
+    session_id = await timed_stack.start_session(idle_timeout_seconds=60)
+    events = [{"type": "mouse_move", "x": 1, "y": 1, "delay_ms": 1000}]
+    batch = asyncio.create_task(
+        timed_stack.client.post(f"/v1/sessions/{session_id}/input", json={"events": events})
+    )
+    await asyncio.sleep(0.3)  # the host is pausing inside the batch
+    clock.advance(120)
+    assert await timed_stack.services.sessions.reap() == []
+    assert (await batch).status_code == 200
+    assert await timed_stack.services.sessions.reap() == []  # its end counts as activity

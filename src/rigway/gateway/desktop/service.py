@@ -187,9 +187,13 @@ class DesktopService:
         # The host pauses delay_ms after each event: the deadline grows with them.
         timeout_s = self._settings.host_timeout_s + sum(e["delay_ms"] for e in events) / 1000
         self._sessions.record_activity(live)
-        reply = await self._call(
-            live, ops.INPUT_BATCH, {"events": events}, timeout_s, "input batch"
-        )
+        live.batches_running += 1
+        try:
+            reply = await self._call(
+                live, ops.INPUT_BATCH, {"events": events}, timeout_s, "input batch"
+            )
+        finally:
+            live.batches_running -= 1
         self._sessions.record_activity(live, actions=len(events))
         return _parse_reply(ops.InputDone, reply.body).count
 

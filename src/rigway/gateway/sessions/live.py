@@ -29,6 +29,9 @@ class LiveSession:
     native_height: int | None
     capture_mode: str | None
     has_unflushed_activity: bool = False
+    # Input batches running on the host now: a batch with long delays can outlast the
+    # idle timeout, and the session is not idle while it runs.
+    batches_running: int = 0
 
     @classmethod
     def from_row(cls, row: Session) -> LiveSession:
@@ -53,6 +56,8 @@ class LiveSession:
         self.has_unflushed_activity = True
 
     def is_idle(self, now: datetime) -> bool:
+        if self.batches_running > 0:
+            return False
         return (now - self.last_activity_at).total_seconds() >= self.idle_timeout_s
 
     def is_too_old(self, now: datetime, max_age_s: float) -> bool:
@@ -62,8 +67,10 @@ class LiveSession:
         """When the session ends if it ends `now`: never past its idle deadline nor its
         maximum age. The reaper notices those up to an interval late, and a gateway
         that was down notices them later still; billing must not count either delay."""
-        idle_deadline = self.last_activity_at + timedelta(seconds=self.idle_timeout_s)
         age_deadline = self.started_at + timedelta(seconds=max_age_s)
+        if self.batches_running > 0:  # busy, not idle: no idle deadline applies
+            return max(self.started_at, min(now, age_deadline))
+        idle_deadline = self.last_activity_at + timedelta(seconds=self.idle_timeout_s)
         return max(self.started_at, min(now, idle_deadline, age_deadline))
 
 
