@@ -866,6 +866,23 @@ async def test_a_reconnect_that_fails_its_handshake_leaves_the_host_gone_timer_r
         assert status["ended_reason"] == "host_gone"
 
 
+async def test_a_rig_unpaired_while_its_link_connects_is_not_attached(bare_stack: Stack) -> None:
+    code = await bare_stack.services.rigs.create_pairing_code(bare_stack.account_id)
+    paired = await pair(bare_stack.base_url, code.code, name="racing", os="fake-os", gpu="")
+    url = "ws" + bare_stack.base_url.removeprefix("http") + "/v1/agent/connect"
+    hello = Hello(protocol=PROTOCOL_VERSION, agent_version="0", native_width=8, native_height=8)
+    auth = {"Authorization": f"Bearer {paired.rig_token}"}
+    async with connect(url, additional_headers=auth) as ws:
+        # The token was good when the link opened; the owner unpairs before its hello.
+        await bare_stack.services.rig_owner.unpair(bare_stack.account_id, paired.rig_id)
+        await ws.send(encode_text(hello.model_dump()))
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await ws.recv()
+        assert ws.close_code == 4401
+    assert not bare_stack.services.registry.is_online(paired.rig_id)
+
+
 async def test_observe_answers_the_screenshot_legs_error_first(bare_stack: Stack) -> None:
     """Both legs failed: the refused capture's 400 says more than the dirty leg's 502
     (a caller would retry a 502 with the same bad region)."""

@@ -29,7 +29,8 @@ async def agent_connect(websocket: WebSocket) -> None:
     services = services_of(websocket)
     authorization = websocket.headers.get("authorization", "")
     scheme, _, token = authorization.partition(" ")
-    rig = await services.rigs.authenticate_rig_token(token if scheme.lower() == "bearer" else None)
+    rig_token = token if scheme.lower() == "bearer" else None
+    rig = await services.rigs.authenticate_rig_token(rig_token)
     await websocket.accept()
     if rig is None:
         await websocket.close(code=CLOSE_BAD_TOKEN, reason="invalid_rig_token")
@@ -66,6 +67,10 @@ async def agent_connect(websocket: WebSocket) -> None:
             services.timers.host_disconnected(rig.id)
         raise
     services.timers.host_connected(rig.id)
+    if await services.rigs.authenticate_rig_token(rig_token) is None:
+        # Unpaired while this link was connecting: the unpair found nothing to close.
+        await services.registry.disconnect(rig.id, CLOSE_BAD_TOKEN, "invalid_rig_token")
+        return
     # Sessions that ended between the hello and the attach missed the welcome.
     services.sessions.pay_restores_owed(rig.id)
     logger.info("host %s connected (%s)", rig.id, hello.backend)
