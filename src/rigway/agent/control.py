@@ -3,7 +3,9 @@
 
 A Unix socket with mode 0600 in the agent's state directory, so only the rig's own
 user can use it. One JSON line in, one JSON line out: `{"command": "owner_kill"}` →
-`{"ok": true, "ended": bool}`.
+`{"ok": true, "ended": bool}` (plus `"local_only": true` when the gateway could not be
+reached: the session then ends on the rig at once, and the gateway records it as
+`host_gone` when the agent's link returns without it).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
+import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -35,26 +39,35 @@ def owner_kill_handler(link: AgentLink) -> CommandHandler:
             reply = await link.request(
                 ops.SESSION_OWNER_KILL, {"session_id": None}, _OWNER_KILL_TIMEOUT_S
             )
-        except (GatewayOpError, LinkUnavailableError, TimeoutError) as exc:
+        except (LinkUnavailableError, TimeoutError):
+            # The owner's kill must not wait for the network: end the session here.
+            ended = await link.end_local_session("owner_kill")
+            return {"ok": True, "ended": ended, "local_only": True}
+        except GatewayOpError as exc:
             return {"ok": False, "error": f"the gateway did not take the kill: {exc}"}
         return {"ok": True, "ended": bool(reply.get("ended", False))}
 
     return handle
 
 
+class ControlSocketInUseError(RuntimeError):
+    """The path holds a live control socket (another agent) or something else."""
+
+
 async def serve_control(path: Path, handler: CommandHandler) -> asyncio.Server:
-    """Listens on `path` (replacing a stale socket file) with owner-only permissions."""
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    """Listens on `path` with owner-only permissions. A stale socket file (nobody
+    answers) is replaced; a live one, or any other kind of file, is left alone."""
+    await _remove_stale_socket(path)
     path.parent.mkdir(parents=True, exist_ok=True)
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            line = await reader.readline()
             try:
-                request = json.loads(line[:MAX_LINE_BYTES])
+                line = await reader.readline()
+                request = json.loads(line)
                 command = str(request["command"])
             except (ValueError, KeyError, TypeError):
+                # ValueError covers a line past MAX_LINE_BYTES as well as bad JSON.
                 response: dict[str, Any] = {"ok": False, "error": 'expected {"command": …}'}
             else:
                 response = await handler(command)
@@ -65,13 +78,35 @@ async def serve_control(path: Path, handler: CommandHandler) -> asyncio.Server:
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
 
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Bound with owner-only permissions from the first instant; the umask is the
+    # process's, so it is changed only around this call, with no await inside.
     previous_umask = os.umask(0o177)
     try:
-        server = await asyncio.start_unix_server(on_client, path=str(path), limit=MAX_LINE_BYTES)
+        listener.bind(str(path))
+    except OSError:
+        listener.close()
+        raise
     finally:
         os.umask(previous_umask)
     os.chmod(path, 0o600)
-    return server
+    return await asyncio.start_unix_server(on_client, sock=listener, limit=MAX_LINE_BYTES)
+
+
+async def _remove_stale_socket(path: Path) -> None:
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise ControlSocketInUseError(f"{path} exists and is not a socket; not replacing it")
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path)), 1.0)
+    except (OSError, TimeoutError):
+        path.unlink(missing_ok=True)  # nobody listens: left over from a crash
+        return
+    writer.close()
+    raise ControlSocketInUseError(f"another agent is serving {path}")
 
 
 async def send_command(path: Path, command: str, timeout_s: float = 15.0) -> dict[str, Any]:

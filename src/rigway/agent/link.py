@@ -203,6 +203,11 @@ class AgentLink:
             if self._background:
                 await asyncio.gather(*self._background, return_exceptions=True)
 
+    async def end_local_session(self, reason: str) -> bool:
+        """End the rig's session here, without the gateway (the owner's kill while the
+        link is down); True when one was running."""
+        return await self._dispatcher.end_local_session(reason)
+
     async def stop(self) -> None:
         """Close the link and stop reconnecting; `run()` returns soon after."""
         self._stopping.set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import platform
 import signal
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from rigway.agent.link import AgentLink
     from rigway.agent.runner import AgentSettings
 
+logger = logging.getLogger(__name__)
 agent_app = typer.Typer(help="The host agent that runs on a rig.", no_args_is_help=True)
 
 BACKENDS = ("sim", "x11", "windows")
@@ -104,16 +106,27 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     servers: list[asyncio.Server] = []
+    ours: list[int] = []  # the inode of the socket file this agent created
 
     async def on_link(link: AgentLink) -> None:
         servers.append(await serve_control(socket_path, owner_kill_handler(link)))
+        ours.append(socket_path.stat().st_ino)
 
     pending: set[asyncio.Task[None]] = set()
+
+    def control_failed(task: asyncio.Task[None]) -> None:
+        pending.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error(
+                "the control socket %s could not start (`rigway agent kill` will not work): %s",
+                socket_path,
+                task.exception(),
+            )
 
     def start_control(link: AgentLink) -> None:
         task = asyncio.create_task(on_link(link))
         pending.add(task)
-        task.add_done_callback(pending.discard)
+        task.add_done_callback(control_failed)
 
     try:
         await run_agent(settings, desktop, stop=stop, on_link=start_control)
@@ -121,8 +134,10 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
         for server in servers:
             server.close()
             await server.wait_closed()
+        # Only our own file: another agent may have taken the path since.
         with contextlib.suppress(FileNotFoundError):
-            socket_path.unlink()
+            if ours and socket_path.stat().st_ino == ours[0]:
+                socket_path.unlink()
 
 
 @agent_app.command("kill")
