@@ -16,10 +16,12 @@ import simplejpeg
 from rigway.agent import apps as apps_module
 from rigway.agent import dispatch as dispatch_module
 from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.apps import AppTracker
 from rigway.agent.backends.base import Rect, WalkBudget
 from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
+from rigway.agent.stream import StreamControl
 from rigway.protocol import ops
 from tests.agent.fakes import FakeApps, FakeDesktop, element
 
@@ -281,6 +283,21 @@ async def test_end_stops_a_running_batch(started: Rig) -> None:
     assert ("type", "never") not in started.desktop.calls
 
 
+def _one_worker_dispatcher(
+    apps: AppTracker, worker: ThreadPoolExecutor, *, streams: StreamControl | None = None
+) -> Dispatcher:
+    """A dispatcher over a fake desktop whose screen and accessibility share `worker`."""
+    desktop = FakeDesktop()
+    return Dispatcher(
+        desktop,
+        ScreenService(desktop, worker),
+        AccessibilityService(desktop, worker, WalkBudget()),
+        InputGuard(desktop),
+        apps,
+        streams=streams,
+    )
+
+
 async def test_an_app_whose_launch_outlasts_its_session_is_killed(
     monkeypatch: pytest.MonkeyPatch, screen_worker: ThreadPoolExecutor
 ) -> None:
@@ -295,15 +312,8 @@ async def test_an_app_whose_launch_outlasts_its_session_is_killed(
         return resolve(path, search_path)
 
     monkeypatch.setattr(apps_module, "resolve_executable", slow_resolve)
-    desktop = FakeDesktop()
     tracker = apps_module.ProcessTracker()
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, screen_worker, WalkBudget()),
-        InputGuard(desktop),
-        tracker,
-    )
+    dispatcher = _one_worker_dispatcher(tracker, screen_worker)
     try:
         await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
         launch = asyncio.create_task(
@@ -350,16 +360,8 @@ async def test_a_hung_stream_close_neither_holds_input_nor_blocks_the_end(
     monkeypatch: pytest.MonkeyPatch, screen_worker: ThreadPoolExecutor
 ) -> None:
     monkeypatch.setattr(dispatch_module, "_STREAM_CLOSE_TIMEOUT_S", 0.2)
-    desktop = FakeDesktop()
     streams = HungStreams()
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, screen_worker, WalkBudget()),
-        InputGuard(desktop),
-        FakeApps(),
-        streams=streams,
-    )
+    dispatcher = _one_worker_dispatcher(FakeApps(), screen_worker, streams=streams)
     try:
         await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
         down = [{"type": "key_down", "key": "shift"}]
