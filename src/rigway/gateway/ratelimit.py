@@ -66,6 +66,8 @@ class RateLimits:
         sign_in_limit: str = "10/minute",
     ) -> None:
         self._storage, self._close_storage = _storage(redis_url)
+        # The same storage, seen as what the Retry-After arithmetic reads from it.
+        self._counters = cast(SlidingWindowCounterSupport, self._storage)
         self._warned_at: float | None = None
         self._limiter = SlidingWindowCounterRateLimiter(self._storage)
         self._requests = parse(request_limit)
@@ -92,11 +94,10 @@ class RateLimits:
             raise InvalidRequest(
                 f"{cost} {what}s in one call exceed the quota of {item.amount} per {period_s} s"
             )
-        storage = cast(SlidingWindowCounterSupport, self._storage)
         try:
             if await self._limiter.hit(item, "key", key_id, cost=cost):
                 return
-            previous, _, current, _ = await storage.get_sliding_window(
+            previous, _, current, _ = await self._counters.get_sliding_window(
                 item.key_for("key", key_id), period_s
             )
         except StorageError as exc:

@@ -19,21 +19,20 @@ from __future__ import annotations
 
 import re
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rigway.gateway.desktop.routes import screenshot_response
-from rigway.gateway.desktop.schemas import DEFAULT_QUALITY, SCREEN_QUERY_BOUNDS
+from rigway.gateway.desktop.schemas import DECIMAL_DIGITS, DEFAULT_QUALITY, SCREEN_QUERY_BOUNDS
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
-from rigway.gateway.errors import ApiError, api_error_response
+from rigway.gateway.errors import ApiError, InvalidRequest, api_error_response
+from rigway.gateway.ids import is_well_formed
 from rigway.gateway.services import Services
-from rigway.protocol import ops
 
 __all__ = ["ScreenshotFastLane", "parse_screen_query"]
 
-# Session ids are well formed by construction (ids.py); anything else is the app's 404.
-_SCREENSHOT_PATH = re.compile(r"/v1/sessions/([A-Za-z0-9_-]{1,64})/screenshot")
-_DIGITS = re.compile(rb"[0-9]{1,9}")
-_REGION = ("x", "y", "w", "h")
+_SCREENSHOT_PATH = re.compile(r"/v1/sessions/([^/]+)/screenshot")
+_DIGITS = re.compile(DECIMAL_DIGITS.encode())
 
 
 def parse_screen_query(query_string: bytes) -> ScreenParams | None:
@@ -54,17 +53,17 @@ def parse_screen_query(query_string: bytes) -> ScreenParams | None:
             if not bounds.low <= value <= bounds.high:
                 return None
             values[name] = value
-    given = [name in values for name in _REGION]
-    if any(given) and not all(given):
-        return None
-    region = None
-    if all(given):
-        region = ops.Region(x=values["x"], y=values["y"], w=values["w"], h=values["h"])
-    return ScreenParams(
-        quality=values.get("quality", DEFAULT_QUALITY),
-        max_width=values.get("max_width"),
-        region=region,
-    )
+    try:
+        return ScreenParams.from_query(
+            quality=values.get("quality", DEFAULT_QUALITY),
+            max_width=values.get("max_width"),
+            x=values.get("x"),
+            y=values.get("y"),
+            w=values.get("w"),
+            h=values.get("h"),
+        )
+    except InvalidRequest:
+        return None  # a partial region: the route explains it
 
 
 class ScreenshotFastLane:
@@ -77,6 +76,9 @@ class ScreenshotFastLane:
             await self.app(scope, receive, send)
             return
         path = _SCREENSHOT_PATH.fullmatch(scope["path"])
+        # An id that cannot be one (ids.py) is the route's 404, as is anything unread.
+        if path is not None and not is_well_formed(path[1]):
+            path = None
         params = None if path is None else parse_screen_query(scope["query_string"])
         if path is None or params is None:
             await self.app(scope, receive, send)
@@ -89,15 +91,8 @@ class ScreenshotFastLane:
 
     async def _screenshot(self, scope: Scope, session_id: str, params: ScreenParams) -> Screenshot:
         services = self._services
-        principal = await services.api_keys.authenticate(_authorization(scope))
+        principal = await services.api_keys.authenticate(Headers(scope=scope).get("authorization"))
         await services.rate_limits.hit_request(principal.key_id)
         principal.require("sessions")
         live = await services.sessions.require_live(principal.account_id, session_id)
         return await services.desktop.screenshot(live, params)
-
-
-def _authorization(scope: Scope) -> str | None:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            return str(value.decode("latin-1"))
-    return None

@@ -12,6 +12,7 @@ from pydantic import BeforeValidator
 from rigway.gateway.auth.api_keys import ApiPrincipal
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.desktop.schemas import (
+    DECIMAL_DIGITS,
     DEFAULT_QUALITY,
     SCREEN_QUERY_BOUNDS,
     AppKillIn,
@@ -25,11 +26,9 @@ from rigway.gateway.desktop.schemas import (
     TargetsOut,
 )
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
-from rigway.gateway.errors import InvalidRequest
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.services import services_of
 from rigway.gateway.sessions.live import LiveSession
-from rigway.protocol import ops
 
 router = APIRouter(tags=["desktop"])
 
@@ -37,7 +36,7 @@ router = APIRouter(tags=["desktop"])
 def _decimal_digits(value: object) -> object:
     # Query strings are text, so pydantic parses them leniently ("85.0", "1_000",
     # " 85"); the API takes plain decimal integers only.
-    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,9}", value) is None:
+    if isinstance(value, str) and re.fullmatch(DECIMAL_DIGITS, value) is None:
         raise ValueError("expected a whole number written in decimal digits")
     return value
 
@@ -62,13 +61,7 @@ async def screen_params(
     w: Annotated[int | None, _bounded("w"), DIGITS_ONLY] = None,
     h: Annotated[int | None, _bounded("h"), DIGITS_ONLY] = None,
 ) -> ScreenParams:
-    given = [value is not None for value in (x, y, w, h)]
-    if any(given) and not all(given):
-        raise InvalidRequest("x, y, w and h come together or not at all")
-    region = None
-    if x is not None and y is not None and w is not None and h is not None:
-        region = ops.Region(x=x, y=y, w=w, h=h)
-    return ScreenParams(quality=quality, max_width=max_width, region=region)
+    return ScreenParams.from_query(quality=quality, max_width=max_width, x=x, y=y, w=w, h=h)
 
 
 Screen = Annotated[ScreenParams, Depends(screen_params)]

@@ -34,6 +34,8 @@ SCREEN_QUERY_BOUNDS: dict[str, QueryBounds] = {
     "h": QueryBounds(1, 65535),
 }
 DEFAULT_QUALITY = 85
+# How such an integer is written: decimal digits only, never "85.0", "1_000" or " 85".
+DECIMAL_DIGITS = "[0-9]{1,9}"
 
 
 class _Event(BaseModel):

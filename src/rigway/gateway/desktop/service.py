@@ -49,6 +49,24 @@ class ScreenParams:
     max_width: int | None = None
     region: ops.Region | None = None
 
+    @classmethod
+    def from_query(
+        cls,
+        *,
+        quality: int,
+        max_width: int | None,
+        x: int | None,
+        y: int | None,
+        w: int | None,
+        h: int | None,
+    ) -> ScreenParams:
+        """From query values already within their bounds; a partial region is refused."""
+        if x is None and y is None and w is None and h is None:
+            return cls(quality=quality, max_width=max_width)
+        if x is None or y is None or w is None or h is None:
+            raise InvalidRequest("x, y, w and h come together or not at all")
+        return cls(quality=quality, max_width=max_width, region=ops.Region(x=x, y=y, w=w, h=h))
+
 
 @dataclass(frozen=True, slots=True)
 class Screenshot:

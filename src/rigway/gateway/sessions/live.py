@@ -55,23 +55,30 @@ class LiveSession:
         self.action_count += actions
         self.has_unflushed_activity = True
 
-    def is_idle(self, now: datetime) -> bool:
+    def idle_deadline(self) -> datetime | None:
+        """When it times out idle; None while an input batch runs (busy, not idle)."""
         if self.batches_running > 0:
-            return False
-        return (now - self.last_activity_at).total_seconds() >= self.idle_timeout_s
+            return None
+        return self.last_activity_at + timedelta(seconds=self.idle_timeout_s)
+
+    def age_deadline(self, max_age_s: float) -> datetime:
+        return self.started_at + timedelta(seconds=max_age_s)
+
+    def is_idle(self, now: datetime) -> bool:
+        deadline = self.idle_deadline()
+        return deadline is not None and now >= deadline
 
     def is_too_old(self, now: datetime, max_age_s: float) -> bool:
-        return (now - self.started_at).total_seconds() >= max_age_s
+        return now >= self.age_deadline(max_age_s)
 
     def end_time(self, now: datetime, max_age_s: float) -> datetime:
         """When the session ends if it ends `now`: never past its idle deadline nor its
         maximum age. The reaper notices those up to an interval late, and a gateway
         that was down notices them later still; billing must not count either delay."""
-        age_deadline = self.started_at + timedelta(seconds=max_age_s)
-        if self.batches_running > 0:  # busy, not idle: no idle deadline applies
-            return max(self.started_at, min(now, age_deadline))
-        idle_deadline = self.last_activity_at + timedelta(seconds=self.idle_timeout_s)
-        return max(self.started_at, min(now, idle_deadline, age_deadline))
+        deadlines = [now, self.age_deadline(max_age_s)]
+        if (idle := self.idle_deadline()) is not None:
+            deadlines.append(idle)
+        return max(self.started_at, min(deadlines))
 
 
 def billed_minutes(started_at: datetime, until: datetime) -> int:
