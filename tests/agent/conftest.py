@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from rigway.agent.worker import SerialWorker
 
-def _worker(name: str) -> Iterator[ThreadPoolExecutor]:
-    executor = ThreadPoolExecutor(1, thread_name_prefix=name)
-    yield executor
-    executor.shutdown(wait=True, cancel_futures=True)
+
+def _worker(name: str) -> Iterator[SerialWorker]:
+    worker = SerialWorker(name)
+    yield worker
+    worker.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.fixture
-def screen_worker() -> Iterator[ThreadPoolExecutor]:
+def screen_worker() -> Iterator[SerialWorker]:
     yield from _worker("test-screen")
 
 
 @pytest.fixture
-def a11y_worker() -> Iterator[ThreadPoolExecutor]:
+def a11y_worker() -> Iterator[SerialWorker]:
     yield from _worker("test-a11y")
 
 
 @pytest.fixture
-def input_worker() -> Iterator[ThreadPoolExecutor]:
+def input_worker() -> Iterator[SerialWorker]:
     yield from _worker("test-input")

@@ -5,7 +5,6 @@ import os
 import threading
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +21,7 @@ from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 from tests.agent.fakes import FakeApps, FakeDesktop, element
 
@@ -45,9 +45,9 @@ class Rig:
 
 @pytest.fixture
 async def rig(
-    screen_worker: ThreadPoolExecutor,
-    a11y_worker: ThreadPoolExecutor,
-    input_worker: ThreadPoolExecutor,
+    screen_worker: SerialWorker,
+    a11y_worker: SerialWorker,
+    input_worker: SerialWorker,
 ) -> AsyncIterator[Rig]:
     desktop = FakeDesktop()
     apps = FakeApps()
@@ -284,7 +284,7 @@ async def test_end_stops_a_running_batch(started: Rig) -> None:
 
 
 def _one_worker_dispatcher(
-    apps: AppTracker, worker: ThreadPoolExecutor, *, streams: StreamControl | None = None
+    apps: AppTracker, worker: SerialWorker, *, streams: StreamControl | None = None
 ) -> Dispatcher:
     """A dispatcher over a fake desktop whose screen and accessibility share `worker`."""
     desktop = FakeDesktop()
@@ -299,7 +299,7 @@ def _one_worker_dispatcher(
 
 
 async def test_an_app_whose_launch_outlasts_its_session_is_killed(
-    monkeypatch: pytest.MonkeyPatch, screen_worker: ThreadPoolExecutor
+    monkeypatch: pytest.MonkeyPatch, screen_worker: SerialWorker
 ) -> None:
     """The end's restore ran while the process was still starting: it knew no pid to
     kill, so the launch itself must not leave one behind."""
@@ -357,7 +357,7 @@ class HungStreams:
 
 
 async def test_a_hung_stream_close_neither_holds_input_nor_blocks_the_end(
-    monkeypatch: pytest.MonkeyPatch, screen_worker: ThreadPoolExecutor
+    monkeypatch: pytest.MonkeyPatch, screen_worker: SerialWorker
 ) -> None:
     monkeypatch.setattr(dispatch_module, "_STREAM_CLOSE_TIMEOUT_S", 0.2)
     streams = HungStreams()

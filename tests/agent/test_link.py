@@ -4,7 +4,6 @@ import asyncio
 import random
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ from rigway.agent.link import (
 )
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import PROTOCOL_VERSION, Hello, ops
 from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway
 from tests.agent.fakes import FakeApps, RecordingDesktop
@@ -61,9 +61,9 @@ class Agent:
 
 @pytest.fixture
 async def agent(
-    screen_worker: ThreadPoolExecutor,
-    a11y_worker: ThreadPoolExecutor,
-    input_worker: ThreadPoolExecutor,
+    screen_worker: SerialWorker,
+    a11y_worker: SerialWorker,
+    input_worker: SerialWorker,
 ) -> AsyncIterator[Agent]:
     sim = SimDesktop()
     desktop = RecordingDesktop(sim)

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 import simplejpeg
 
@@ -14,6 +12,7 @@ from rigway.agent.screen import (
     ScreenService,
     merge_rects,
 )
+from rigway.agent.worker import SerialWorker
 from tests.agent.fakes import FakeDesktop
 
 
@@ -23,7 +22,7 @@ def desktop() -> FakeDesktop:
 
 
 @pytest.fixture
-def screen(desktop: FakeDesktop, screen_worker: ThreadPoolExecutor) -> ScreenService:
+def screen(desktop: FakeDesktop, screen_worker: SerialWorker) -> ScreenService:
     return ScreenService(desktop, screen_worker)
 
 
@@ -69,7 +68,7 @@ async def test_different_params_reencode(screen: ScreenService, desktop: FakeDes
 
 
 async def test_without_damage_support_every_capture_grabs(
-    screen_worker: ThreadPoolExecutor,
+    screen_worker: SerialWorker,
 ) -> None:
     desktop = FakeDesktop(has_damage=False)
     screen = ScreenService(desktop, screen_worker)
@@ -135,7 +134,7 @@ async def test_dirty_accumulates_merged_and_clipped(
     assert dirty.rects == [(0, 0, 15, 15), (100, 100, 1, 1), (310, 190, 10, 10)]
 
 
-async def test_dirty_unavailable_without_damage(screen_worker: ThreadPoolExecutor) -> None:
+async def test_dirty_unavailable_without_damage(screen_worker: SerialWorker) -> None:
     screen = ScreenService(FakeDesktop(has_damage=False), screen_worker)
     dirty = await screen.take_dirty()
     assert not dirty.available

@@ -172,3 +172,32 @@ async def test_errors_are_the_same_either_way(stack: Stack) -> None:
     _same_answer(*await _both(stack, url, key=input_only.secret), 403)
     await stack.client.delete(f"/v1/sessions/{session_id}")
     _same_answer(*await _both(stack, url), 410)
+
+
+# ---- in front of every middleware, it does their work ------------------------------------
+
+
+async def test_a_get_with_a_body_is_left_to_the_app(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    inner = RecordingApp()
+    async with await _lane_client(stack, inner) as lane:
+        response = await lane.request(
+            "GET", f"/v1/sessions/{session_id}/screenshot", content=b"x" * 10
+        )
+    assert response.status_code == 299
+    assert inner.paths == [f"/v1/sessions/{session_id}/screenshot"]
+
+
+async def test_an_unexpected_error_is_a_500_with_a_request_id(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session_id = await stack.start_session()
+
+    async def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(stack.services.desktop, "screenshot", broken)
+    response = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal_error"}
+    assert response.headers["x-request-id"].startswith("req_")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamError
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 from tests.agent.fakes import FakeApps, FakeDesktop
 
@@ -43,14 +43,14 @@ class FakeStreams:
 
 
 @pytest.fixture
-def workers() -> Iterator[list[ThreadPoolExecutor]]:
-    pool = [ThreadPoolExecutor(1, thread_name_prefix=f"test-{n}") for n in range(3)]
+def workers() -> Iterator[list[SerialWorker]]:
+    pool = [SerialWorker(f"test-{n}") for n in range(3)]
     yield pool
     for worker in pool:
         worker.shutdown(wait=True)
 
 
-async def _dispatcher(workers: list[ThreadPoolExecutor], streams: FakeStreams | None) -> Dispatcher:
+async def _dispatcher(workers: list[SerialWorker], streams: FakeStreams | None) -> Dispatcher:
     desktop = FakeDesktop()
     return Dispatcher(
         desktop,
@@ -70,7 +70,7 @@ async def streams() -> FakeStreams:
 
 @pytest.fixture
 async def dispatcher(
-    workers: list[ThreadPoolExecutor], streams: FakeStreams
+    workers: list[SerialWorker], streams: FakeStreams
 ) -> AsyncIterator[Dispatcher]:
     running = await _dispatcher(workers, streams)
     await running.handle(ops.SESSION_START, {"session_id": "ses_1"})
@@ -118,7 +118,7 @@ async def test_the_session_end_closes_its_streams_and_close_stays_idempotent(
 
 
 async def test_without_the_stream_extra_the_ops_say_so(
-    workers: list[ThreadPoolExecutor],
+    workers: list[SerialWorker],
 ) -> None:
     dispatcher = await _dispatcher(workers, None)
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import fractions
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import aiortc.codecs.h264 as aiortc_h264
 import av
@@ -26,6 +25,7 @@ from rigway.agent.stream.sdp import (
     prefer_h264,
 )
 from rigway.agent.stream.track import DesktopTrack, scaled_size, to_video_frame
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 
 # ---- which encoder ----------------------------------------------------------------------
@@ -234,14 +234,14 @@ async def test_a_still_desktop_encodes_nothing_but_a_slow_keepalive() -> None:
 
 
 @pytest.fixture
-def screen_worker() -> Iterator[ThreadPoolExecutor]:
-    worker = ThreadPoolExecutor(1, thread_name_prefix="test-screen")
+def screen_worker() -> Iterator[SerialWorker]:
+    worker = SerialWorker("test-screen")
     yield worker
     worker.shutdown(wait=True)
 
 
 async def test_a_stream_watch_does_not_steal_the_apis_dirty_rects(
-    screen_worker: ThreadPoolExecutor,
+    screen_worker: SerialWorker,
 ) -> None:
     sim = SimDesktop(width=1280, height=720)
     screen = ScreenService(sim, screen_worker)
@@ -265,7 +265,7 @@ async def test_a_stream_watch_does_not_steal_the_apis_dirty_rects(
 
 @pytest.mark.usefixtures("restore_aiortc")
 async def test_the_publisher_refuses_offers_it_cannot_answer(
-    screen_worker: ThreadPoolExecutor,
+    screen_worker: SerialWorker,
 ) -> None:
     screen = ScreenService(SimDesktop(width=1280, height=720), screen_worker)
     publisher = StreamPublisher(screen, StreamSettings(), choose_encoder=lambda _: "libx264")

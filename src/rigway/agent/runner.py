@@ -32,6 +32,7 @@ from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl, StreamSettings
+from rigway.agent.worker import SerialWorker
 from rigway.protocol.messages import PROTOCOL_VERSION, Hello
 
 __all__ = [
@@ -143,7 +144,7 @@ async def run_agent(
     windows closed). The desktop stays open: its opener closes it.
     """
     input_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-input")
-    screen_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-screen")
+    screen_worker = SerialWorker("rigway-screen")
     a11y_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-a11y")
     budget = WalkBudget(settings.max_walk_elements, settings.walk_deadline_s)
     screen = ScreenService(desktop, screen_worker)

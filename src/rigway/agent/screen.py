@@ -1,6 +1,6 @@
 """Screen capture, the last-frame cache and dirty-rectangle accumulation.
 
-One worker thread (the `executor` passed in, one worker) owns every call into the
+One worker thread (the `SerialWorker` passed in) owns every call into the
 backend's screen role (`grab`, `poll_damage`, `native_size`) and all of this module's
 mutable state, so nothing here needs a lock. The event loop only awaits the worker.
 
@@ -16,15 +16,14 @@ frame.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TypeVar
 
 from rigway.agent.backends.base import Desktop, Pixels, Rect
 from rigway.agent.imaging import EncodedImage, Mark, render_jpeg
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 
 __all__ = [
@@ -166,14 +165,12 @@ class _CachedFrame:
 
 
 class ScreenService:
-    """Captures and dirty reads for the dispatcher; all backend work on `executor`.
+    """Captures and dirty reads for the dispatcher; all backend work on `worker`, the
+    backend's screen thread."""
 
-    `executor` must have exactly one worker: it is the backend's screen thread.
-    """
-
-    def __init__(self, desktop: Desktop, executor: Executor) -> None:
+    def __init__(self, desktop: Desktop, worker: SerialWorker) -> None:
         self._desktop = desktop
-        self._executor = executor
+        self._worker = worker
         self._dirty = DirtyAccumulator()
         self._cache: _CachedFrame | None = None
         self._watches: list[StreamWatch] = []
@@ -210,8 +207,7 @@ class ScreenService:
         return await self._run(self._stream_pixels, watch)
 
     async def _run(self, fn: Callable[..., _T], *args: object) -> _T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        return await self._worker.call(fn, *args)
 
     # Everything below runs on the screen worker.
 

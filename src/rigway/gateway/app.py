@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
@@ -211,11 +212,23 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     ):
         app.include_router(router)
     _declare_400_not_422(app)
-    # Innermost of ours: its answers still get the request id and the 500 handler.
-    app.add_middleware(ScreenshotFastLane, services=services)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestIdMiddleware)
+    _put_fast_lane_in_front(app, services)
     return app
+
+
+def _put_fast_lane_in_front(app: FastAPI, services: Services) -> None:
+    """The screenshot fast lane goes outside every middleware layer (FastAPI's own
+    included): each layer is a coroutine and a `send` wrapper run on the hottest path.
+    The lane does the outer layers' work itself (request id, 500 guard) and steps aside
+    for any request with a body."""
+    build_default_stack = app.build_middleware_stack
+
+    def build_middleware_stack() -> ASGIApp:
+        return ScreenshotFastLane(build_default_stack(), services)
+
+    app.build_middleware_stack = build_middleware_stack  # type: ignore[method-assign]
 
 
 def _declare_400_not_422(app: FastAPI) -> None:

@@ -69,14 +69,19 @@ class RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = f"req_{secrets.token_hex(8)}".encode()
+        await self.app(scope, receive, with_request_id(send))
 
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id)]
-            await send(message)
 
-        await self.app(scope, receive, send_with_id)
+def with_request_id(send: Send) -> Send:
+    """`send` that adds a fresh `X-Request-Id` to the response it starts."""
+    request_id = f"req_{secrets.token_hex(8)}".encode()
+
+    async def send_with_id(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id)]
+        await send(message)
+
+    return send_with_id
 
 
 async def _send_error(send: Send, status: int, error: str) -> None:

@@ -12,14 +12,18 @@ another spelling, a partial region, another method) goes on untouched to the app
 whose route documents the operation and explains every 400. Once the lane has read the
 request it answers itself, errors included, with the renderings the app uses: the same
 checks in the same order (key, rate limit, scope, session), the same bodies and
-headers. An unexpected exception propagates to the app's 500 handler outside it.
+headers. It sits in front of every middleware layer, FastAPI's included, so it also
+does what those layers would: the request id, and the 500 answer to an unexpected
+error (docs/decisions/0004-screen-hot-path.md).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 
 from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rigway.gateway.desktop.routes import screenshot_response
@@ -27,9 +31,12 @@ from rigway.gateway.desktop.schemas import DECIMAL_DIGITS, DEFAULT_QUALITY, SCRE
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
 from rigway.gateway.errors import ApiError, InvalidRequest, api_error_response
 from rigway.gateway.ids import is_well_formed
+from rigway.gateway.middleware import with_request_id
 from rigway.gateway.services import Services
 
 __all__ = ["ScreenshotFastLane", "parse_screen_query"]
+
+logger = logging.getLogger(__name__)
 
 _SCREENSHOT_PATH = re.compile(r"/v1/sessions/([^/]+)/screenshot")
 _DIGITS = re.compile(DECIMAL_DIGITS.encode())
@@ -67,6 +74,10 @@ def parse_screen_query(query_string: bytes) -> ScreenParams | None:
 
 
 class ScreenshotFastLane:
+    """In front of the whole app (`app._put_fast_lane_in_front`), outside every
+    middleware: it adds the request id itself and answers 500 for an unexpected error,
+    as the layers it skips would."""
+
     def __init__(self, app: ASGIApp, services: Services) -> None:
         self.app = app
         self._services = services
@@ -80,13 +91,18 @@ class ScreenshotFastLane:
         if path is not None and not is_well_formed(path[1]):
             path = None
         params = None if path is None else parse_screen_query(scope["query_string"])
-        if path is None or params is None:
+        if path is None or params is None or _has_body(scope):
             await self.app(scope, receive, send)
             return
+        send = with_request_id(send)
         try:
             response = screenshot_response(await self._screenshot(scope, path[1], params))
         except ApiError as exc:
             response = api_error_response(exc)
+        except Exception:
+            # What the app's 500 handler does; nothing was sent yet.
+            logger.exception("unhandled error in the screenshot fast lane")
+            response = JSONResponse({"error": "internal_error"}, status_code=500)
         await response(scope, receive, send)
 
     async def _screenshot(self, scope: Scope, session_id: str, params: ScreenParams) -> Screenshot:
@@ -96,3 +112,11 @@ class ScreenshotFastLane:
         principal.require("sessions")
         live = await services.sessions.require_live(principal.account_id, session_id)
         return await services.desktop.screenshot(live, params)
+
+
+def _has_body(scope: Scope) -> bool:
+    """A GET that declares a body: the app's body limit and routing decide it."""
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or (name == b"content-length" and value != b"0"):
+            return True
+    return False
