@@ -4,13 +4,13 @@ The screen role needs one thread that owns every backend call (capture handles a
 thread-bound) and work that runs on it without blocking the loop: the JPEG encode.
 `loop.run_in_executor` on a one-worker `ThreadPoolExecutor` does that, but the way
 back costs: a `concurrent.futures.Future`, its callbacks, `wrap_future`'s chained
-state copy and the pool's idle-semaphore bookkeeping all run on both threads while
-the loop waits for the GIL. Measured on a 2-vCPU VM after a 10 ms encode, that round
+state copy and the pool's idle-semaphore bookkeeping all run on both threads around
+the hand-off. Measured on a 2-vCPU VM after a 10 ms encode, that round
 trip cost 0.47 ms at p50 against 0.23 ms for a queue and one `call_soon_threadsafe`
 (docs/decisions/0004-screen-hot-path.md). The screenshot path pays it on every call.
 
 `SerialWorker.call` is that short path. `submit` keeps the `Executor` interface for
-callers that want a `concurrent.futures.Future` (tests, the stream's blocking grab).
+callers that want a `concurrent.futures.Future` (`loop.run_in_executor`, tests).
 """
 
 from __future__ import annotations
@@ -63,10 +63,9 @@ class _LoopJob:
             return
         try:
             result = self.fn(*self.args)
-        except StopIteration as exc:
+        except StopIteration:
             # An asyncio future refuses StopIteration (it would end the awaiting task).
             self._deliver(_set_exception, RuntimeError(f"{self.fn!r} raised StopIteration"))
-            del exc
         except BaseException as exc:
             self._deliver(_set_exception, exc)
         else:
