@@ -46,8 +46,7 @@ class LeanClient:
             f"{name}: {value}\r\n" for name, value in headers.items()
         )
         self._buffer = bytearray()
-        self._scratch = bytearray(_READ_CHUNK)
-        self._scratch_view = memoryview(self._scratch)
+        self._scratch_view = memoryview(bytearray(_READ_CHUNK))
 
     def request(
         self, method: str, path: str, params: dict[str, Any] | None = None, json_body: Any = None

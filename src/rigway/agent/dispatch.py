@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ from rigway.agent.input_runner import InputEventError, InputInterruptedError, ru
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import CaptureParams, RegionOutsideDesktopError, ScreenService
 from rigway.agent.stream import StreamControl, StreamError
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 from rigway.wol import parse_mac, send_magic_packet
 
@@ -95,9 +96,7 @@ class Dispatcher:
         self._streams = streams
         self._owns_input_executor = input_executor is None
         self._input_executor: Executor = (
-            ThreadPoolExecutor(1, thread_name_prefix="rigway-input")
-            if input_executor is None
-            else input_executor
+            SerialWorker("rigway-input") if input_executor is None else input_executor
         )
         self._session: _Session | None = None
         self._lifecycle_lock = asyncio.Lock()

@@ -15,7 +15,6 @@ import logging
 import platform
 import socket
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -143,9 +142,12 @@ async def run_agent(
     way out the local session ends (held input released, launched apps killed, new
     windows closed). The desktop stays open: its opener closes it.
     """
-    input_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-input")
+    # One thread per backend role. Daemon threads (SerialWorker): a pool's threads are
+    # joined at interpreter exit, so a walk or grab stuck in a backend would hold the
+    # exit hostage even after shutdown(wait=False).
+    input_worker = SerialWorker("rigway-input")
     screen_worker = SerialWorker("rigway-screen")
-    a11y_worker = ThreadPoolExecutor(1, thread_name_prefix="rigway-a11y")
+    a11y_worker = SerialWorker("rigway-a11y")
     budget = WalkBudget(settings.max_walk_elements, settings.walk_deadline_s)
     screen = ScreenService(desktop, screen_worker)
     dispatcher = Dispatcher(

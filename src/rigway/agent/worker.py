@@ -22,6 +22,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
+from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["SerialWorker"]
@@ -83,18 +84,17 @@ class _LoopJob:
 class _PoolJob:
     """A call whose result goes to a `concurrent.futures.Future` (`submit`)."""
 
-    __slots__ = ("args", "fn", "future")
+    __slots__ = ("fn", "future")
 
-    def __init__(self, future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...]):
+    def __init__(self, future: Future[Any], fn: Callable[[], Any]) -> None:
         self.future = future
         self.fn = fn
-        self.args = args
 
     def run(self) -> None:
         if not self.future.set_running_or_notify_cancel():
             return
         try:
-            result = self.fn(*self.args)
+            result = self.fn()
         except BaseException as exc:
             self.future.set_exception(exc)
         else:
@@ -140,7 +140,7 @@ class SerialWorker(Executor):
 
     def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
         future: Future[_T] = Future()
-        self._put(_PoolJob(future, _bind(fn, args, kwargs), ()))
+        self._put(_PoolJob(future, partial(fn, *args, **kwargs)))
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -177,9 +177,3 @@ class SerialWorker(Executor):
                 job.run()
             except BaseException:  # a job reports its own failures; this is a last guard
                 _log.exception("worker job failed outside its own error handling")
-
-
-def _bind(fn: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable[[], _T]:
-    if not kwargs:
-        return lambda: fn(*args)
-    return lambda: fn(*args, **kwargs)

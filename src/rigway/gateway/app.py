@@ -30,7 +30,7 @@ from rigway.gateway.db.engine import apply_migrations, create_engine, session_fa
 from rigway.gateway.desktop.fast_lane import ScreenshotFastLane
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.service import DesktopService
-from rigway.gateway.errors import ApiError, api_error_response
+from rigway.gateway.errors import ApiError, api_error_response, internal_error_response
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
 from rigway.gateway.identity.keys import load_or_create_signing_key
@@ -269,7 +269,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error", exc_info=exc)
-        return JSONResponse({"error": "internal_error"}, status_code=500)
+        return internal_error_response()
 
 
 def _describe(exc: RequestValidationError) -> str:

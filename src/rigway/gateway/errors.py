@@ -120,3 +120,9 @@ def session_not_found() -> NotFound:
 def api_error_response(exc: ApiError) -> JSONResponse:
     """The one rendering of an ApiError, for the app's handler and the fast lane."""
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+def internal_error_response() -> JSONResponse:
+    """The one rendering of an unexpected error (logged by the caller), for the app's
+    500 handler and the fast lane."""
+    return JSONResponse({"error": "internal_error"}, status_code=500)

@@ -23,13 +23,17 @@ import logging
 import re
 
 from starlette.datastructures import Headers
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rigway.gateway.desktop.routes import screenshot_response
 from rigway.gateway.desktop.schemas import DECIMAL_DIGITS, DEFAULT_QUALITY, SCREEN_QUERY_BOUNDS
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
-from rigway.gateway.errors import ApiError, InvalidRequest, api_error_response
+from rigway.gateway.errors import (
+    ApiError,
+    InvalidRequest,
+    api_error_response,
+    internal_error_response,
+)
 from rigway.gateway.ids import is_well_formed
 from rigway.gateway.middleware import with_request_id
 from rigway.gateway.services import Services
@@ -102,7 +106,7 @@ class ScreenshotFastLane:
         except Exception:
             # What the app's 500 handler does; nothing was sent yet.
             logger.exception("unhandled error in the screenshot fast lane")
-            response = JSONResponse({"error": "internal_error"}, status_code=500)
+            response = internal_error_response()
         await response(scope, receive, send)
 
     async def _screenshot(self, scope: Scope, session_id: str, params: ScreenParams) -> Screenshot:
