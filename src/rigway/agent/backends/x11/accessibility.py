@@ -3,7 +3,9 @@
 The walk, in four pipelined steps, all bounded by the budget's deadline:
 1. the active window: every application's windows and their states (STATE_ACTIVE);
    toolkits that never set it (Chromium) are found through X11 `_NET_ACTIVE_WINDOW` →
-   owner pid → the AT-SPI application with that pid;
+   owner pid → the AT-SPI application with that pid. The window found last time is
+   asked first, inside step 2's round trip: while it is still active, this step costs
+   nothing;
 2. `Collection.GetMatches` on that window: showing controls with interactive roles,
    plus the focused object, walked inside the app in one round trip (with the window's
    name and role);
@@ -12,6 +14,10 @@ The walk, in four pipelined steps, all bounded by the budget's deadline:
    whether their text may be read: theirs is asked every time);
 4. values: the text of text controls (never of a `password text`: that role is masked
    and its text is never requested), the state of toggles, the number of ranges.
+
+Steps 2 to 4 talk to the application straight over the D-Bus server it runs for
+accessibility clients (as libatspi does), not through the bus daemon, when it offers
+one and its socket belongs to the process that owns the application's bus name.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from Xlib import X, display, error
@@ -62,6 +68,9 @@ MATCH_RULE_SIGNATURE = "(aiia{ss}iaiiasib)uib"
 MAX_CACHED_ROLES = 10_000
 # Roles that are asked again every snapshot: they decide whether a text is read.
 FRESH_ROLES: frozenset[int] = roles.TEXTUAL | {roles.PASSWORD_TEXT}
+# Peer-to-peer connections kept open, one per application; past this the oldest closes.
+MAX_PEERS = 8
+APP_ROOT_PATH = "/org/a11y/atspi/accessible/root"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +83,37 @@ class _Window:
 class _Walk:
     bus: AtspiConnection
     deadline: float
+    # The walked application and its own connection, when it has one (`app_calls`).
+    app: str = ""
+    peer: AtspiConnection | None = None
+    failed_peers: list[str] = field(default_factory=list)
     truncated: bool = False
+
+    def talk_to(self, app: str, peer: AtspiConnection | None) -> None:
+        self.app, self.peer = app, peer
 
     def step_deadline(self) -> float:
         return min(self.deadline, time.monotonic() + STEP_TIMEOUT_S)
 
     def calls(self, messages: Sequence[Any]) -> list[tuple[Any, ...] | None]:
-        replies = self.bus.call_many(messages, self.step_deadline())
+        return self._collect(self.bus, messages)
+
+    def app_calls(self, messages: Sequence[Any]) -> list[tuple[Any, ...] | None]:
+        """Calls to the walked application: over its own connection while that works,
+        else over the bus (the same calls, one hop longer)."""
+        if self.peer is not None:
+            try:
+                return self._collect(self.peer, messages)
+            except OSError as exc:
+                logger.info("peer connection to %s lost (%s): using the bus", self.app, exc)
+                self.peer = None
+                self.failed_peers.append(self.app)
+        return self._collect(self.bus, messages)
+
+    def _collect(
+        self, connection: AtspiConnection, messages: Sequence[Any]
+    ) -> list[tuple[Any, ...] | None]:
+        replies = connection.call_many(messages, self.step_deadline())
         if time.monotonic() >= self.deadline and any(r is None for r in replies):
             self.truncated = True
         return replies
@@ -117,6 +150,10 @@ class X11Accessibility:
         # names are never reused on a bus, so a new app never sees another's roles).
         self._roles_app = ""
         self._roles: dict[str, int] = {}
+        # Application bus name -> its peer connection, or None when it has none we use.
+        self._peers: dict[str, AtspiConnection | None] = {}
+        # The active window of the last walk, asked first by the next one.
+        self._last_window: _Window | None = None
 
     def snapshot(self, budget: WalkBudget) -> AccessibilitySnapshot:
         deadline = time.monotonic() + budget.deadline_s
@@ -135,10 +172,27 @@ class X11Accessibility:
                 return AccessibilitySnapshot("", "", [], truncated=True)
 
     def _walk(self, walk: _Walk, max_elements: int) -> AccessibilitySnapshot:
-        window = self._active_window(walk)
-        if window is None:
+        try:
+            return self._walk_window(walk, max_elements)
+        finally:
+            for app in walk.failed_peers:
+                self._forget_peer(app)
+
+    def _walk_window(self, walk: _Walk, max_elements: int) -> AccessibilitySnapshot:
+        window = self._last_window
+        found = None
+        if window is not None:
+            walk.talk_to(window.app[0], self._peer_of(walk, window.app[0]))
+            found = self._matches(walk, window, max_elements, still_active=True)
+        if found is None:
+            window = self._active_window(walk)
+            if window is not None:
+                walk.talk_to(window.app[0], self._peer_of(walk, window.app[0]))
+                found = self._matches(walk, window, max_elements, still_active=False)
+        self._last_window = window
+        if window is None or found is None:
             return AccessibilitySnapshot("", "", [], truncated=walk.truncated)
-        name, role, refs = self._matches(walk, window.ref, max_elements)
+        name, role, refs = found
         if window.app[0] != self._roles_app or len(self._roles) > MAX_CACHED_ROLES:
             self._roles_app, self._roles = window.app[0], {}
         elements = self._describe(walk, refs)
@@ -149,6 +203,49 @@ class X11Accessibility:
             elements=elements,
             truncated=walk.truncated,
         )
+
+    # -- peer-to-peer connections ------------------------------------------------------
+    def _peer_of(self, walk: _Walk, app: str) -> AtspiConnection | None:
+        if app not in self._peers:
+            if len(self._peers) >= MAX_PEERS:
+                self._close_peer(next(iter(self._peers)))
+            self._peers[app] = self._open_peer(walk, app)
+        return self._peers[app]
+
+    def _open_peer(self, walk: _Walk, app: str) -> AtspiConnection | None:
+        """The application's own D-Bus server, if it runs one and the socket it names
+        is served by the process that owns its bus name; else None (use the bus)."""
+        address, pid = walk.calls(
+            [
+                method((app, APP_ROOT_PATH), "Application", "GetApplicationBusAddress"),
+                bus_method("GetConnectionUnixProcessID", "s", (app,)),
+            ]
+        )
+        if address is None or pid is None or not str(address[0]):
+            return None
+        timeout_s = max(0.05, min(CONNECT_TIMEOUT_S, walk.deadline - time.monotonic()))
+        try:
+            peer = AtspiConnection.to_peer(str(address[0]), timeout_s)
+        except (OSError, RuntimeError, ValueError) as exc:
+            # RuntimeError: not a Unix socket address; ValueError: authentication failed.
+            logger.info("no peer connection to %s (%s): using the bus", app, exc)
+            return None
+        if peer.peer_pid() != int(pid[0]):
+            logger.warning("%s named a socket that another process serves: not used", app)
+            peer.close()
+            return None
+        return peer
+
+    def _forget_peer(self, app: str) -> None:
+        """Close a peer that failed; unique bus names are never reused, so this
+        application is asked over the bus from now on."""
+        self._close_peer(app)
+        self._peers[app] = None
+
+    def _close_peer(self, app: str) -> None:
+        peer = self._peers.pop(app, None)
+        if peer is not None:
+            peer.close()
 
     # -- step 1: the active window ---------------------------------------------------
     def _active_window(self, walk: _Walk) -> _Window | None:
@@ -213,32 +310,41 @@ class X11Accessibility:
 
     # -- step 2: the matches ---------------------------------------------------------
     def _matches(
-        self, walk: _Walk, window: Ref, max_elements: int
-    ) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, list[Ref]]:
-        """The window's name and role replies, and its matches (in the same round trip)."""
+        self, walk: _Walk, window: _Window, max_elements: int, *, still_active: bool
+    ) -> tuple[tuple[Any, ...] | None, tuple[Any, ...] | None, list[Ref]] | None:
+        """The window's name and role replies, and its matches (in one round trip).
+
+        With `still_active`, the window's state is asked in the same round trip and
+        None is returned unless it is still the active window."""
         cap = max(0, max_elements)
         interactive_rule = _match_rule([STATE_SHOWING], sorted(roles.INTERACTIVE))
         focused_rule = _match_rule([STATE_FOCUSED], [])
-        name, role, interactive, focused = walk.calls(
-            [
-                get_property(window, "Accessible", "Name"),
-                method(window, "Accessible", "GetRole"),
-                method(
-                    window,
-                    "Collection",
-                    "GetMatches",
-                    MATCH_RULE_SIGNATURE,
-                    (interactive_rule, SORT_CANONICAL, cap + 1, True),
-                ),
-                method(
-                    window,
-                    "Collection",
-                    "GetMatches",
-                    MATCH_RULE_SIGNATURE,
-                    (focused_rule, SORT_CANONICAL, 1, True),
-                ),
-            ]
-        )
+        messages = [
+            get_property(window.ref, "Accessible", "Name"),
+            method(window.ref, "Accessible", "GetRole"),
+            method(
+                window.ref,
+                "Collection",
+                "GetMatches",
+                MATCH_RULE_SIGNATURE,
+                (interactive_rule, SORT_CANONICAL, cap + 1, True),
+            ),
+            method(
+                window.ref,
+                "Collection",
+                "GetMatches",
+                MATCH_RULE_SIGNATURE,
+                (focused_rule, SORT_CANONICAL, 1, True),
+            ),
+        ]
+        if still_active:
+            messages.append(method(window.ref, "Accessible", "GetState"))
+        replies = walk.app_calls(messages)
+        if still_active:
+            state = replies.pop()
+            if state is None or not has_state(state[0], STATE_ACTIVE):
+                return None
+        name, role, interactive, focused = replies
         refs: list[Ref] = [] if interactive is None else [tuple(r) for r in interactive[0]]
         if len(refs) > cap:
             walk.truncated = True
@@ -266,7 +372,7 @@ class X11Accessibility:
                 get_property(ref, "Accessible", "Name"),
                 method(ref, "Component", "GetExtents", "u", (0,)),  # 0: screen coordinates
             ]
-        replies = iter(walk.calls(messages))
+        replies = iter(walk.app_calls(messages))
         asked = set(asked_roles)
         described = []
         for ref in refs:
@@ -322,7 +428,7 @@ class X11Accessibility:
             elif role in roles.RANGES:
                 asked.append((ref, role))
                 messages.append(get_property(ref, "Value", "CurrentValue"))
-        for (ref, role), reply in zip(asked, walk.calls(messages), strict=True):
+        for (ref, role), reply in zip(asked, walk.app_calls(messages), strict=True):
             if reply is None:
                 continue
             if role in roles.RANGES:
@@ -336,11 +442,16 @@ class X11Accessibility:
         if self._bus is None:
             timeout_s = max(0.05, min(CONNECT_TIMEOUT_S, deadline - time.monotonic()))
             session = self._session_bus if self._session_bus is not None else "SESSION"
-            self._bus = AtspiConnection(accessibility_bus_address(session, timeout_s))
+            self._bus = AtspiConnection.to_bus(accessibility_bus_address(session, timeout_s))
         return self._bus
 
     def _drop_bus(self) -> None:
         self._roles_app, self._roles = "", {}
+        self._last_window = None
+        peers, self._peers = self._peers, {}
+        for peer in peers.values():
+            if peer is not None:
+                peer.close()
         bus, self._bus = self._bus, None
         if bus is not None:
             bus.close()

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jeepney import DBusAddress, HeaderFields, Message, MessageType, Properties, new_method_call
-from jeepney.io.blocking import open_dbus_connection
+from jeepney.bus import get_bus
+from jeepney.io.blocking import open_dbus_connection, prep_socket
 from jeepney.low_level import Endianness, parse_signature
 
 IFACE = "org.a11y.atspi."
@@ -40,6 +41,8 @@ SEND_TIMEOUT_S = 2.0
 # Wire bytes of this many distinct calls are kept; past it the cache starts over.
 MAX_CACHED_CALLS = 20_000
 MAX_READ_BYTES = 1 << 20
+# struct ucred (SO_PEERCRED): pid, uid, gid.
+_UCRED = struct.Struct("3i")
 
 # AtspiStateType bits (atspi-constants.h, a stable ABI).
 STATE_ACTIVE = 1
@@ -124,23 +127,38 @@ def accessibility_bus_address(session_bus: str, timeout_s: float) -> str:
 
 
 class AtspiConnection:
-    """One connection to the accessibility bus; used by one thread at a time.
+    """One D-Bus connection, to the accessibility bus (`to_bus`) or straight to one
+    application (`to_peer`); used by one thread at a time. After authentication (and,
+    on the bus, Hello) this class owns the socket."""
 
-    jeepney authenticates and says Hello; after that this class owns the socket.
-    """
-
-    def __init__(self, address: str) -> None:
-        conn = open_dbus_connection(address, auth_timeout=AUTH_TIMEOUT_S)
-        self._conn = conn
-        self._sock: socket.socket = conn.sock
+    def __init__(self, sock: socket.socket, *, first_serial: int = 1, pending: bytes = b"") -> None:
+        self._sock = sock
         self._sock.settimeout(SEND_TIMEOUT_S)
+        self._buf = bytearray(pending)
+        self._serial = first_serial
+        self._wire: dict[Call, bytes] = {}
+
+    @classmethod
+    def to_bus(cls, address: str) -> AtspiConnection:
+        conn = open_dbus_connection(address, auth_timeout=AUTH_TIMEOUT_S)
         # What jeepney read past the Hello reply (a NameAcquired signal, say) is ours now.
         pending = conn.parser.buf
-        self._buf = bytearray(
-            pending.read(pending.bytes_buffered) if pending.bytes_buffered else b""
-        )
-        self._serial = next(conn.outgoing_serial)
-        self._wire: dict[Call, bytes] = {}
+        buffered = pending.read(pending.bytes_buffered) if pending.bytes_buffered else b""
+        return cls(conn.sock, first_serial=next(conn.outgoing_serial), pending=buffered)
+
+    @classmethod
+    def to_peer(cls, address: str, timeout_s: float) -> AtspiConnection:
+        """A peer-to-peer connection to the D-Bus server an application runs for its
+        accessibility clients (`Application.GetApplicationBusAddress`). No bus daemon
+        relays the calls, so a batch is answered sooner (docs/decisions/0005). Only
+        Unix sockets are dialled: jeepney refuses every other transport."""
+        return cls(prep_socket(get_bus(address), timeout=timeout_s))
+
+    def peer_pid(self) -> int:
+        """The process at the other end of the socket, as the kernel saw it connect."""
+        creds = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+        pid, _uid, _gid = _UCRED.unpack(creds)
+        return int(pid)
 
     def call_many(self, messages: Sequence[Call], deadline: float) -> list[tuple[Any, ...] | None]:
         """Send all, then collect replies until the deadline; None for an error or no reply."""
@@ -171,7 +189,7 @@ class AtspiConnection:
         return self.call_many([message], deadline)[0]
 
     def close(self) -> None:
-        self._conn.close()
+        self._sock.close()
 
     def _wire_bytes(self, call: Call) -> bytes:
         try:
