@@ -6,8 +6,10 @@ depend on it without depending on each other. See docs/protocol.md.
 
 from rigway.protocol.framing import decode_frame, encode_binary, encode_text
 from rigway.protocol.messages import (
+    FEATURE_SCREEN_PARTS,
     PROTOCOL_VERSION,
     Hello,
+    Part,
     Ping,
     Pong,
     Reply,
@@ -16,8 +18,10 @@ from rigway.protocol.messages import (
 )
 
 __all__ = [
+    "FEATURE_SCREEN_PARTS",
     "PROTOCOL_VERSION",
     "Hello",
+    "Part",
     "Ping",
     "Pong",
     "Reply",
