@@ -24,8 +24,6 @@ class GatewayReply:
     header: dict[str, Any]
     payload: bytes
     is_binary: bool
-    # Payloads of the `part` frames that came ahead of the reply, in order.
-    parts: list[bytes] = field(default_factory=list)
 
 
 @dataclass
@@ -37,7 +35,6 @@ class AgentConnection:
     agent_requests: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     _pending: dict[str, asyncio.Future[GatewayReply]] = field(default_factory=dict)
-    _parts: dict[str, list[bytes]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def request(
@@ -64,13 +61,10 @@ class AgentConnection:
     async def _on_frame(self, frame: str | bytes, answer_pings: bool) -> None:
         header, payload = decode_frame(frame)
         kind = header["t"]
-        if kind == "part":
-            self._parts.setdefault(header["id"], []).append(payload)
-        elif kind == "res":
+        if kind == "res":
             waiter = self._pending.pop(header["id"], None)
-            parts = self._parts.pop(header["id"], [])
             if waiter is not None:
-                waiter.set_result(GatewayReply(header, payload, isinstance(frame, bytes), parts))
+                waiter.set_result(GatewayReply(header, payload, isinstance(frame, bytes)))
         elif kind == "ping":
             self.pings.put_nowait(header)
             if answer_pings:

@@ -119,43 +119,6 @@ async def test_hello_welcome_then_capture_is_a_binary_jpeg(
     assert link.rig_id == "rig-1"
 
 
-async def test_a_capture_asked_in_parts_streams_its_jpeg_ahead_of_the_reply(
-    link: AgentLink, gateway: FakeGateway
-) -> None:
-    connection = await gateway.next_connection()
-    await _start(connection)
-
-    whole = await connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "quality": 90})
-    # Other parameters: a fresh encode, not the cached JPEG.
-    parted = await connection.request(
-        ops.SCREEN_CAPTURE, {"session_id": "s1", "quality": 91, "parts": True}
-    )
-
-    assert whole.parts == []
-    assert len(parted.parts) >= 2
-    jpeg = b"".join([*parted.parts, parted.payload])
-    assert parted.header["ok"]
-    assert simplejpeg.decode_jpeg_header(jpeg)[:2] == (1080, 1920)
-    # The same desktop either way: the stitched file decodes to a whole, sane image.
-    assert simplejpeg.decode_jpeg(jpeg, strict=True).shape == (1080, 1920, 3)
-    assert simplejpeg.decode_jpeg(whole.payload, strict=True).shape == (1080, 1920, 3)
-
-
-async def test_a_cached_capture_in_parts_is_one_reply(
-    link: AgentLink, gateway: FakeGateway
-) -> None:
-    connection = await gateway.next_connection()
-    await _start(connection)
-    body = {"session_id": "s1", "parts": True}
-    first = await connection.request(ops.SCREEN_CAPTURE, body)
-    again = await connection.request(ops.SCREEN_CAPTURE, body)
-
-    assert first.parts
-    assert again.header["body"]["cached"] is True
-    assert again.parts == []
-    assert again.payload == b"".join([*first.parts, first.payload])
-
-
 async def test_errors_come_back_as_failed_replies(link: AgentLink, gateway: FakeGateway) -> None:
     connection = await gateway.next_connection()
     reply = await connection.request(ops.SCREEN_DIRTY, {"session_id": "nope"})
@@ -211,7 +174,7 @@ async def test_a_gateway_that_stops_reading_is_dropped_even_mid_send(agent: Agen
         ws = link._ws
         assert ws is not None
         stuck = asyncio.create_task(
-            link.send_frame(ws, {"t": "res", "id": "x", "ok": True}, bytes(48 << 20))
+            link._send(ws, {"t": "res", "id": "x", "ok": True}, bytes(48 << 20))
         )
         async with asyncio.timeout(5):
             await gateway.next_connection()  # dropped after ~3 silent intervals, redialled

@@ -121,17 +121,10 @@ class Dispatcher:
     def active_session_id(self) -> str | None:
         return None if self._session is None else self._session.session_id
 
-    async def handle(
-        self, op: str, body: dict[str, Any], send_piece: Callable[[bytes], None] | None = None
-    ) -> Reply:
-        """`send_piece` (called on the event loop) takes leading pieces of a capture's
-        JPEG ahead of the reply, when the request asks for `parts`; the reply then
-        carries only the rest."""
+    async def handle(self, op: str, body: dict[str, Any]) -> Reply:
         handler = self._handlers.get(op)
         if handler is None:
             raise HostOpError(ops.ERROR_UNKNOWN_OP, f"unknown op {op!r}")
-        if op == ops.SCREEN_CAPTURE and send_piece is not None:
-            handler = partial(self._screen_capture, send_piece=send_piece)
         try:
             return await handler(body)
         except HostOpError:
@@ -271,9 +264,7 @@ class Dispatcher:
 
     # ---- screen and targets ----------------------------------------------------------
 
-    async def _screen_capture(
-        self, body: dict[str, Any], send_piece: Callable[[bytes], None] | None = None
-    ) -> Reply:
+    async def _screen_capture(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.ScreenCapture, body)
         self._require_session(request.session_id)
         marks = await self._current_marks() if request.mark else ()
@@ -284,19 +275,11 @@ class Dispatcher:
             region=None if region is None else Rect(region.x, region.y, region.w, region.h),
             marks=marks,
         )
-        on_piece: Callable[[bytes], None] | None = None
-        if request.parts and send_piece is not None:
-            loop, deliver = asyncio.get_running_loop(), send_piece
-
-            def on_piece(piece: bytes) -> None:
-                # Called on the screen worker, mid-encode: hand the piece to the loop.
-                loop.call_soon_threadsafe(deliver, piece)
-
         try:
-            frame = await self._screen.capture(params, on_piece)
+            frame = await self._screen.capture(params)
         except RegionOutsideDesktopError as exc:
             raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
-        return frame.reply_body().model_dump(), frame.unsent
+        return frame.reply_body().model_dump(), frame.jpeg
 
     async def _current_marks(self) -> tuple[Mark, ...]:
         try:

@@ -7,16 +7,14 @@ encoder takes BGRA directly, so no colour conversion copy is made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import cv2
 import numpy as np
 import simplejpeg
 
 from rigway.agent.backends.base import Pixels, Rect
-from rigway.agent.jpeg_strips import encode_in_strips
 
 __all__ = [
     "JPEG_SUBSAMPLING",
@@ -174,13 +172,10 @@ def render_jpeg(
     max_width: int | None,
     region: Rect | None,
     marks: Sequence[Mark] = (),
-    on_piece: Callable[[bytes], None] | None = None,
 ) -> EncodedImage:
     """Region first, then the long-edge cap, then marks in output space, then JPEG.
 
-    `marked` is True only when at least one mark falls inside the image. With
-    `on_piece`, the JPEG is encoded in strips and every piece but the last goes to it
-    as soon as it is encoded (jpeg_strips.py); the returned JPEG is the whole file."""
+    `marked` is True only when at least one mark falls inside the image."""
     cropped = crop(frame, region)
     crop_h, crop_w = cropped.shape[:2]
     image = downscale(cropped, max_width)
@@ -190,8 +185,4 @@ def render_jpeg(
     marked = len(visible) > 0
     if marked:
         image = draw_marks(image, visible, origin=origin, scale=(out_w / crop_w, out_h / crop_h))
-    if on_piece is None:
-        jpeg = encode_jpeg(image, quality)
-    else:
-        jpeg, _ = encode_in_strips(image, partial(encode_jpeg, quality=quality), on_piece)
-    return EncodedImage(jpeg=jpeg, width=out_w, height=out_h, marked=marked)
+    return EncodedImage(jpeg=encode_jpeg(image, quality), width=out_w, height=out_h, marked=marked)

@@ -25,7 +25,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -227,7 +227,7 @@ class AgentLink:
             id=request_id, op=op, deadline_ms=max(1, round(timeout_s * 1000)), body=body
         )
         try:
-            await self.send_frame(ws, message.model_dump())
+            await self._send(ws, message.model_dump())
             reply = await asyncio.wait_for(reply_future, timeout_s)
         except ConnectionClosed as exc:
             raise LinkUnavailableError("the link dropped") from exc
@@ -383,20 +383,15 @@ class AgentLink:
             self._send_soon(ws, Ping(sent_at=time.time()).model_dump())
 
     def _send_soon(self, ws: ClientConnection, message: dict[str, Any]) -> None:
-        """Send without making the caller wait (heartbeats, pongs)."""
-        self.track(self._send_quietly(ws, message))
-
-    def track(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run `work` as a task of this connection: cancelled with the others when the
-        link drops."""
-        task = asyncio.create_task(work)
+        """Send without making the caller wait (heartbeats, pongs); cancelled with the
+        connection's other tasks when it drops."""
+        task = asyncio.create_task(self._send_quietly(ws, message))
         self._request_tasks.add(task)
         task.add_done_callback(self._request_tasks.discard)
-        return task
 
     async def _send_quietly(self, ws: ClientConnection, message: dict[str, Any]) -> None:
         with contextlib.suppress(ConnectionClosed):
-            await self.send_frame(ws, message)
+            await self._send(ws, message)
 
     # ---- frames ---------------------------------------------------------------------
 
@@ -447,23 +442,20 @@ class AgentLink:
 
     async def _answer(self, ws: ClientConnection, request: Request, received_at: float) -> None:
         payload: bytes | None = None
-        pieces = _PieceSender(self, ws, request.id)
         try:
-            body, payload = await self._run_op(request, received_at, pieces)
+            body, payload = await self._run_op(request, received_at)
             reply: dict[str, Any] = {"t": "res", "id": request.id, "ok": True, "body": body}
         except HostOpError as exc:
             error = {"code": exc.code, "detail": exc.detail}
             reply = {"t": "res", "id": request.id, "ok": False, "error": error}
         with contextlib.suppress(ConnectionClosed):
-            # The reply follows its parts: the gateway appends its payload to them.
-            await pieces.drained()
-            await self.send_frame(ws, reply, payload)
+            await self._send(ws, reply, payload)
 
     async def _run_op(
-        self, request: Request, received_at: float, pieces: _PieceSender
+        self, request: Request, received_at: float
     ) -> tuple[dict[str, Any], bytes | None]:
         if request.op not in ORDERED_OPS:
-            return await self._dispatcher.handle(request.op, request.body, pieces.send)
+            return await self._dispatcher.handle(request.op, request.body)
         lane = str(request.body.get("session_id"))
         async with self._lanes.hold(lane):
             waited_s = asyncio.get_running_loop().time() - received_at
@@ -473,7 +465,7 @@ class AgentLink:
                 raise HostOpError(ops.ERROR_HOST, "deadline passed before the op could start")
             return await self._dispatcher.handle(request.op, request.body)
 
-    async def send_frame(
+    async def _send(
         self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
     ) -> None:
         data: str | bytes = (
@@ -481,33 +473,6 @@ class AgentLink:
         )
         async with self._send_lock:
             await ws.send(data)
-
-
-class _PieceSender:
-    """Sends one request's `part` frames in order, each after the one before; the
-    reply waits for `drained()`. Its tasks are the connection's, cancelled with it."""
-
-    def __init__(self, link: AgentLink, ws: ClientConnection, request_id: str) -> None:
-        self._link = link
-        self._ws = ws
-        self._header = {"t": "part", "id": request_id}
-        self._last: asyncio.Task[None] | None = None
-
-    def send(self, piece: bytes) -> None:
-        """On the event loop: queue `piece` behind the pieces before it."""
-        self._last = self._link.track(self._send_after(self._last, piece))
-
-    async def drained(self) -> None:
-        """Until every piece queued so far is on the socket (or the link closed)."""
-        if self._last is not None:
-            await self._last
-
-    async def _send_after(self, previous: asyncio.Task[None] | None, piece: bytes) -> None:
-        if previous is not None:
-            await previous
-        # A closed link fails the reply after these pieces too; nothing to report here.
-        with contextlib.suppress(ConnectionClosed):
-            await self._link.send_frame(self._ws, self._header, piece)
 
 
 def _raise_if_fatal(code: int | None, reason: str | None) -> None:

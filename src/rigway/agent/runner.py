@@ -32,7 +32,7 @@ from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl, StreamSettings
 from rigway.agent.worker import SerialWorker
-from rigway.protocol.messages import FEATURE_SCREEN_PARTS, PROTOCOL_VERSION, Hello
+from rigway.protocol.messages import PROTOCOL_VERSION, Hello
 
 __all__ = [
     "BACKENDS",
@@ -229,7 +229,6 @@ async def build_hello(
         native_height=height,
         mac=mac,
         lan=lan,
-        features=[FEATURE_SCREEN_PARTS],
     )
 
 

@@ -66,12 +66,6 @@ class CapturedFrame:
     host_jpeg_ms: float
     cached: bool
     marked: bool
-    # Leading bytes of `jpeg` already handed to the capture's `on_piece`.
-    sent_bytes: int = 0
-
-    @property
-    def unsent(self) -> bytes:
-        return self.jpeg[self.sent_bytes :]
 
     def reply_body(self) -> ops.ScreenCaptured:
         return ops.ScreenCaptured(
@@ -181,12 +175,8 @@ class ScreenService:
         self._cache: _CachedFrame | None = None
         self._watches: list[StreamWatch] = []
 
-    async def capture(
-        self, params: CaptureParams, on_piece: Callable[[bytes], None] | None = None
-    ) -> CapturedFrame:
-        """A frame; with `on_piece`, a fresh encode hands its leading pieces to it as
-        they are encoded, *on the screen worker* (`CapturedFrame.sent_bytes`)."""
-        return await self._run(self._capture, params, on_piece)
+    async def capture(self, params: CaptureParams) -> CapturedFrame:
+        return await self._run(self._capture, params)
 
     async def take_dirty(self) -> ops.DirtyRects:
         return await self._run(self._take_dirty)
@@ -247,9 +237,7 @@ class ScreenService:
         if watch in self._watches:
             self._watches.remove(watch)
 
-    def _capture(
-        self, params: CaptureParams, on_piece: Callable[[bytes], None] | None
-    ) -> CapturedFrame:
+    def _capture(self, params: CaptureParams) -> CapturedFrame:
         started = time.perf_counter()
         width, height = self._desktop.native_size()
         _check_region(params.region, width, height)
@@ -267,18 +255,15 @@ class ScreenService:
             width, height = grabbed_w, grabbed_h
             _check_region(params.region, width, height)
             key = _CacheKey(params, (width, height))
-        counted = None if on_piece is None else _Counted(on_piece)
         image = render_jpeg(
             frame,
             quality=params.quality,
             max_width=params.max_width,
             region=params.region,
             marks=params.marks,
-            on_piece=counted,
         )
         self._cache = _CachedFrame(key, image)
-        sent_bytes = 0 if counted is None else counted.total
-        return _frame(image, key, started, cached=False, sent_bytes=sent_bytes)
+        return _frame(image, key, started, cached=False)
 
     def _take_dirty(self) -> ops.DirtyRects:
         width, height = self._desktop.native_size()
@@ -306,23 +291,7 @@ class ScreenService:
             watch.changed = True
 
 
-class _Counted:
-    """An `on_piece` that also counts the bytes it passed on."""
-
-    __slots__ = ("_on_piece", "total")
-
-    def __init__(self, on_piece: Callable[[bytes], None]) -> None:
-        self._on_piece = on_piece
-        self.total = 0
-
-    def __call__(self, piece: bytes) -> None:
-        self._on_piece(piece)
-        self.total += len(piece)
-
-
-def _frame(
-    image: EncodedImage, key: _CacheKey, started: float, *, cached: bool, sent_bytes: int = 0
-) -> CapturedFrame:
+def _frame(image: EncodedImage, key: _CacheKey, started: float, *, cached: bool) -> CapturedFrame:
     return CapturedFrame(
         jpeg=image.jpeg,
         width=image.width,
@@ -332,7 +301,6 @@ def _frame(
         host_jpeg_ms=(time.perf_counter() - started) * 1000.0,
         cached=cached,
         marked=image.marked,
-        sent_bytes=sent_bytes,
     )
 
 

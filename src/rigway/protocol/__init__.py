@@ -6,10 +6,8 @@ depend on it without depending on each other. See docs/protocol.md.
 
 from rigway.protocol.framing import decode_frame, encode_binary, encode_text
 from rigway.protocol.messages import (
-    FEATURE_SCREEN_PARTS,
     PROTOCOL_VERSION,
     Hello,
-    Part,
     Ping,
     Pong,
     Reply,
@@ -18,10 +16,8 @@ from rigway.protocol.messages import (
 )
 
 __all__ = [
-    "FEATURE_SCREEN_PARTS",
     "PROTOCOL_VERSION",
     "Hello",
-    "Part",
     "Ping",
     "Pong",
     "Reply",

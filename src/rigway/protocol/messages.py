@@ -12,14 +12,11 @@ Operation bodies live in `rigway.protocol.ops`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 PROTOCOL_VERSION = 1
-# Optional abilities an agent lists in its hello. Additive: a gateway uses one only
-# when the hello lists it, and an older gateway ignores the field.
-FEATURE_SCREEN_PARTS = "screen_parts"
 
 
 class _Message(BaseModel):
@@ -43,9 +40,6 @@ class Hello(_Message):
     # Sessions the agent still holds from before a reconnect, so the gateway can
     # tell it which of them ended while it was away.
     open_session_ids: list[str] = Field(default_factory=list, max_length=16)
-    features: list[Annotated[str, Field(max_length=32)]] = Field(
-        default_factory=list, max_length=16
-    )
 
 
 class Welcome(_Message):
@@ -77,14 +71,6 @@ class Reply(_Message):
     ok: bool
     body: dict[str, Any] = Field(default_factory=dict)
     error: ReplyError | None = None
-
-
-class Part(_Message):
-    """Binary frame, agent → gateway: the next piece of request `id`'s reply payload,
-    sent ahead of the `res` frame, which carries the last piece."""
-
-    t: Literal["part"] = "part"
-    id: str
 
 
 class Ping(_Message):

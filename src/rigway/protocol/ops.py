@@ -83,9 +83,6 @@ class ScreenCapture(_Body):
     max_width: int | None = Field(default=None, ge=16, le=16384)
     region: Region | None = None
     mark: bool = False
-    # The JPEG may come as `part` frames ahead of the reply (FEATURE_SCREEN_PARTS);
-    # the gateway sets it only for agents whose hello lists that feature.
-    parts: bool = False
 
 
 class ScreenCaptured(_Body):

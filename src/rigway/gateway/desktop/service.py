@@ -40,7 +40,7 @@ from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.sessions.live import LiveSession
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.settings import GatewaySettings
-from rigway.protocol import FEATURE_SCREEN_PARTS, ops
+from rigway.protocol import ops
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,24 +120,13 @@ class DesktopService:
         self._settings = settings
 
     async def _call(
-        self,
-        live: LiveSession,
-        op: str,
-        body: dict[str, Any],
-        timeout_s: float,
-        what: str,
-        *,
-        in_parts: bool = False,
+        self, live: LiveSession, op: str, body: dict[str, Any], timeout_s: float, what: str
     ) -> HostReply:
-        """`in_parts`: the reply's payload may stream ahead of it (a capture's JPEG),
-        if this host can."""
         connection: HostConnection | None = self._registry.get(live.rig_id)
         if connection is None:
             raise HostError("the host is not connected")
-        parts = in_parts and connection.supports(FEATURE_SCREEN_PARTS)
-        request = {"session_id": live.id, **body, **({"parts": True} if parts else {})}
         try:
-            return await connection.request(op, request, timeout_s, accept_parts=parts)
+            return await connection.request(op, {"session_id": live.id, **body}, timeout_s)
         except HostOpError as exc:
             if exc.code == ops.ERROR_SESSION_MISMATCH:
                 # The host no longer runs it: make the record agree with the 410.
@@ -175,12 +164,7 @@ class DesktopService:
         ).model_dump(exclude={"session_id"})
         started = time.perf_counter()
         reply = await self._call(
-            live,
-            ops.SCREEN_CAPTURE,
-            body,
-            self._settings.screen_timeout_s,
-            "screenshot",
-            in_parts=True,
+            live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"
         )
         link_ms = (time.perf_counter() - started) * 1000
         if counts_as_activity:

@@ -2,8 +2,7 @@
 
 `request()` is safe to call from many tasks at once (observe's three legs run
 concurrently); replies are matched by id. A reply that arrives after its deadline
-finds no waiter and is dropped. A request made with `accept_parts` takes `part`
-frames ahead of its reply: their payloads, in order, come before the reply's own.
+finds no waiter and is dropped.
 """
 
 from __future__ import annotations
@@ -13,24 +12,18 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from rigway.protocol import Hello, Part, Ping, Pong, Reply, Request, decode_frame, encode_text
+from rigway.protocol import Hello, Ping, Pong, Reply, Request, decode_frame, encode_text
 from rigway.protocol.framing import FramingError
 
 logger = logging.getLogger(__name__)
 
 AgentRequestHandler = Callable[[str, "HostConnection", dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-@dataclass(slots=True)
-class _Parts:
-    pieces: list[bytes] = field(default_factory=list)
-    size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +49,6 @@ class HostOpError(Exception):
         self.detail = detail
 
 
-# What the parts of one reply may add up to: JPEGs of large desktops at q100 run to
-# several MiB; past this the request fails rather than the gateway's memory.
-MAX_PARTS_BYTES = 64 * 1024 * 1024
-
-
 class HostConnection:
     def __init__(
         self,
@@ -79,7 +67,6 @@ class HostConnection:
         self._monotonic = monotonic
         self._on_agent_request = on_agent_request
         self._pending: dict[str, asyncio.Future[HostReply]] = {}
-        self._parts: dict[str, _Parts] = {}
         self._ids = itertools.count(1)
         self._send_lock = asyncio.Lock()
         self._last_heard = monotonic()
@@ -90,19 +77,12 @@ class HostConnection:
     def is_open(self) -> bool:
         return not self._closed.is_set()
 
-    def supports(self, feature: str) -> bool:
-        return feature in self.hello.features
-
-    async def request(
-        self, op: str, body: dict[str, Any], timeout_s: float, *, accept_parts: bool = False
-    ) -> HostReply:
+    async def request(self, op: str, body: dict[str, Any], timeout_s: float) -> HostReply:
         if self._closed.is_set():
             raise HostUnavailableError("the host link is closed")
         request_id = f"g{next(self._ids)}"
         waiter: asyncio.Future[HostReply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = waiter
-        if accept_parts:
-            self._parts[request_id] = _Parts()
         message = Request(id=request_id, op=op, deadline_ms=int(timeout_s * 1000), body=body)
         try:
             # The send is inside the deadline: a host that stops reading fills the
@@ -114,7 +94,6 @@ class HostConnection:
             raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
         finally:
             self._pending.pop(request_id, None)
-            self._parts.pop(request_id, None)
 
     async def serve(self) -> None:
         """Run until the link closes; fails every pending request when it does."""
@@ -154,9 +133,7 @@ class HostConnection:
         header, payload = decode_frame(raw)
         kind = header.get("t")
         try:
-            if kind == "part":
-                self._add_part(Part.model_validate(header).id, payload)
-            elif kind == "res":
+            if kind == "res":
                 self._resolve(Reply.model_validate(header), payload)
             elif kind == "req":
                 self._spawn(self._answer_agent(Request.model_validate(header)))
@@ -167,27 +144,10 @@ class HostConnection:
         except ValidationError as exc:
             logger.warning("malformed %r frame from %s: %s", kind, self.rig_id, exc)
 
-    def _add_part(self, request_id: str, payload: bytes) -> None:
-        parts = self._parts.get(request_id)
-        if parts is None:
-            return  # not asked for, or its caller gave up: dropped like a late reply
-        parts.size += len(payload)
-        if parts.size > MAX_PARTS_BYTES:
-            del self._parts[request_id]
-            waiter = self._pending.get(request_id)
-            if waiter is not None and not waiter.done():
-                detail = f"the host's reply passed {MAX_PARTS_BYTES} bytes"
-                waiter.set_exception(HostOpError("host_error", detail))
-            return
-        parts.pieces.append(payload)
-
     def _resolve(self, reply: Reply, payload: bytes) -> None:
-        parts = self._parts.pop(reply.id, None)
         waiter = self._pending.get(reply.id)
         if waiter is None or waiter.done():
             return
-        if parts is not None and parts.pieces:
-            payload = b"".join([*parts.pieces, payload])
         if reply.ok:
             waiter.set_result(HostReply(reply.body, payload))
         else:
