@@ -6,6 +6,7 @@ back to that walk whenever they cannot be trusted.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple
 from typing import Any
@@ -58,13 +59,36 @@ def answered(monkeypatch: pytest.MonkeyPatch) -> Answered:
 
 
 @pytest.fixture
-def fresh_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
-    """A backend opened inside the test, after its monkeypatches."""
-    backend = open_x11_desktop(
+def factory(
+    apps: LaunchedApps, window_titled: Callable[[str], AccessibilitySnapshot]
+) -> subprocess.Popen[str]:
+    """gtk3-widget-factory, running and active."""
+    process = apps.launch([FACTORY])
+    window_titled(FACTORY)
+    return process
+
+
+def _new_backend(x_desktop: XDesktop) -> X11Desktop:
+    return open_x11_desktop(
         x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
     )
+
+
+@pytest.fixture
+def fresh_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
+    """A backend opened inside the test, after its monkeypatches."""
+    backend = _new_backend(x_desktop)
     yield backend
     backend.close()
+
+
+def _snapshot_of_a_new_backend(x_desktop: XDesktop) -> AccessibilitySnapshot:
+    """One snapshot from a backend opened now (after the test's monkeypatches)."""
+    backend = _new_backend(x_desktop)
+    try:
+        return backend.snapshot_accessibility(WalkBudget())
+    finally:
+        backend.close()
 
 
 def _same(a: AccessibilitySnapshot, b: AccessibilitySnapshot) -> bool:
@@ -91,14 +115,11 @@ def _steady(backend: X11Desktop) -> AccessibilitySnapshot:
 
 def test_the_walk_asks_the_app_over_its_own_socket_and_sees_what_the_bus_sees(
     x11_backend: X11Desktop,
-    apps: LaunchedApps,
-    window_titled: Callable[[str], AccessibilitySnapshot],
+    factory: subprocess.Popen[str],
     answered: Answered,
     monkeypatch: pytest.MonkeyPatch,
     x_desktop: XDesktop,
 ) -> None:
-    factory = apps.launch([FACTORY])
-    window_titled(FACTORY)
     direct = _steady(x11_backend)
     assert answered.pids_answering("GetExtents") == {factory.pid}
 
@@ -106,14 +127,8 @@ def test_the_walk_asks_the_app_over_its_own_socket_and_sees_what_the_bus_sees(
         raise OSError("no peer connections in this test")
 
     monkeypatch.setattr(AtspiConnection, "to_peer", classmethod(refused))
-    backend = open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
-    try:
-        answered.clear()
-        over_the_bus = backend.snapshot_accessibility(WalkBudget())
-    finally:
-        backend.close()
+    answered.clear()
+    over_the_bus = _snapshot_of_a_new_backend(x_desktop)
 
     assert factory.pid not in answered.pids_answering("GetExtents")
     assert _same(direct, over_the_bus)
@@ -121,14 +136,11 @@ def test_the_walk_asks_the_app_over_its_own_socket_and_sees_what_the_bus_sees(
 
 
 def test_a_socket_served_by_another_process_is_not_used(
-    apps: LaunchedApps,
-    window_titled: Callable[[str], AccessibilitySnapshot],
+    factory: subprocess.Popen[str],
     answered: Answered,
     monkeypatch: pytest.MonkeyPatch,
     x_desktop: XDesktop,
 ) -> None:
-    factory = apps.launch([FACTORY])
-    window_titled(FACTORY)
     # The app names a socket that the bus daemon serves, not itself.
     daemon = accessibility_bus_address(x_desktop.env["DBUS_SESSION_BUS_ADDRESS"], 1.0)
     real_to_peer = AtspiConnection.to_peer.__func__  # type: ignore[attr-defined]
@@ -138,14 +150,8 @@ def test_a_socket_served_by_another_process_is_not_used(
         return connection
 
     monkeypatch.setattr(AtspiConnection, "to_peer", classmethod(elsewhere))
-    backend = open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
     answered.clear()
-    try:
-        snap = backend.snapshot_accessibility(WalkBudget())
-    finally:
-        backend.close()
+    snap = _snapshot_of_a_new_backend(x_desktop)
 
     assert snap.window_title == FACTORY
     assert len(snap.elements) > 50
@@ -157,13 +163,10 @@ def test_a_socket_served_by_another_process_is_not_used(
 
 def test_a_peer_that_drops_mid_walk_hands_over_to_the_bus(
     fresh_backend: X11Desktop,
-    apps: LaunchedApps,
-    window_titled: Callable[[str], AccessibilitySnapshot],
+    factory: subprocess.Popen[str],
     answered: Answered,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    factory = apps.launch([FACTORY])
-    window_titled(FACTORY)
     before = _steady(fresh_backend)
     assert answered.pids_answering("GetExtents") == {factory.pid}
     recording = AtspiConnection.call_many
