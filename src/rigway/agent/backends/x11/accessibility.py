@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from Xlib import X, display, error
@@ -83,10 +83,11 @@ class _Window:
 class _Walk:
     bus: AtspiConnection
     deadline: float
+    # Told about an application whose own connection failed, as soon as it does.
+    peer_failed: Callable[[str], None]
     # The walked application and its own connection, when it has one (`app_calls`).
     app: str = ""
     peer: AtspiConnection | None = None
-    failed_peers: list[str] = field(default_factory=list)
     truncated: bool = False
 
     def talk_to(self, app: str, peer: AtspiConnection | None) -> None:
@@ -107,7 +108,7 @@ class _Walk:
             except OSError as exc:
                 logger.info("peer connection to %s lost (%s): using the bus", self.app, exc)
                 self.peer = None
-                self.failed_peers.append(self.app)
+                self.peer_failed(self.app)
         return self._collect(self.bus, messages)
 
     def _collect(
@@ -163,7 +164,7 @@ class X11Accessibility:
             except (AtspiUnavailableError, OSError, TimeoutError, KeyError) as exc:
                 logger.warning("no accessibility bus: %s", exc)
                 return AccessibilitySnapshot("", "", [], truncated=time.monotonic() >= deadline)
-            walk = _Walk(bus, deadline)
+            walk = _Walk(bus, deadline, peer_failed=self._forget_peer)
             try:
                 return self._walk(walk, budget.max_elements)
             except (OSError, ConnectionError) as exc:
@@ -172,22 +173,13 @@ class X11Accessibility:
                 return AccessibilitySnapshot("", "", [], truncated=True)
 
     def _walk(self, walk: _Walk, max_elements: int) -> AccessibilitySnapshot:
-        try:
-            return self._walk_window(walk, max_elements)
-        finally:
-            for app in walk.failed_peers:
-                self._forget_peer(app)
-
-    def _walk_window(self, walk: _Walk, max_elements: int) -> AccessibilitySnapshot:
         window = self._last_window
         found = None
         if window is not None:
-            walk.talk_to(window.app[0], self._peer_of(walk, window.app[0]))
             found = self._matches(walk, window, max_elements, still_active=True)
         if found is None:
             window = self._active_window(walk)
             if window is not None:
-                walk.talk_to(window.app[0], self._peer_of(walk, window.app[0]))
                 found = self._matches(walk, window, max_elements, still_active=False)
         self._last_window = window
         if window is None or found is None:
@@ -316,6 +308,8 @@ class X11Accessibility:
 
         With `still_active`, the window's state is asked in the same round trip and
         None is returned unless it is still the active window."""
+        # From here on the walk talks to this window's application.
+        walk.talk_to(window.app[0], self._peer_of(walk, window.app[0]))
         cap = max(0, max_elements)
         interactive_rule = _match_rule([STATE_SHOWING], sorted(roles.INTERACTIVE))
         focused_rule = _match_rule([STATE_FOCUSED], [])
@@ -448,10 +442,8 @@ class X11Accessibility:
     def _drop_bus(self) -> None:
         self._roles_app, self._roles = "", {}
         self._last_window = None
-        peers, self._peers = self._peers, {}
-        for peer in peers.values():
-            if peer is not None:
-                peer.close()
+        for app in list(self._peers):
+            self._close_peer(app)
         bus, self._bus = self._bus, None
         if bus is not None:
             bus.close()
