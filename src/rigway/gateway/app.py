@@ -191,6 +191,10 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         version="1.0.0",
         summary=f"See and drive real desktops (gateway {__version__})",
         lifespan=lifespan,
+        # FastAPI's OpenTelemetry hooks look for configured providers on every request
+        # (environment lookups included), 4 % of the gateway's CPU on a screenshot
+        # (bench/screenshot_cpu.py), and the gateway configures no OpenTelemetry provider.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.services = services
     _install_error_handlers(app)

@@ -19,13 +19,24 @@ class FramingError(ValueError):
     """A frame that cannot be decoded; the link closes on it."""
 
 
+def _refuse_constant(name: str) -> float:
+    raise FramingError(f"frame carries {name}, which JSON does not have")
+
+
+# Built once: `json.dumps`/`json.loads` with any non-default argument build a new
+# encoder or decoder (and its C scanner) on every call, a measurable part of a frame's
+# cost on the screenshot path (bench/screenshot_cpu.py). Both are stateless.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def encode_text(message: dict[str, Any]) -> str:
-    return json.dumps(message, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(message)
 
 
 def encode_binary(message: dict[str, Any], payload: bytes) -> bytes:
-    header = json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
-    return _HEADER_LENGTH.pack(len(header)) + header + payload
+    header = _ENCODER.encode(message).encode()
+    return b"".join((_HEADER_LENGTH.pack(len(header)), header, payload))
 
 
 def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], bytes]:
@@ -44,16 +55,12 @@ def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], bytes]:
     return _load_object(header), bytes(frame[end:])
 
 
-def _refuse_constant(name: str) -> float:
-    raise FramingError(f"frame carries {name}, which JSON does not have")
-
-
 def _load_object(text: str) -> dict[str, Any]:
     # Whatever a peer sends ends here as a FramingError (the link closes) and never as
     # another exception: ValueError covers malformed JSON and integers past Python's
     # digit limit, RecursionError a deeply nested document.
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = _DECODER.decode(text)
     except FramingError:
         raise
     except (ValueError, RecursionError) as exc:

@@ -10,18 +10,22 @@ import pytest
 from starlette.websockets import WebSocket
 
 from rigway.gateway.hostlink.connection import HostConnection, HostTimeoutError
-from rigway.protocol import PROTOCOL_VERSION, Hello
+from rigway.protocol import PROTOCOL_VERSION, Hello, Request, decode_frame
 
 
 class DeafHostSocket:
     """A WebSocket whose peer never reads: every send blocks, nothing arrives."""
 
     def __init__(self) -> None:
-        self.sends_started = 0
+        self.sent: list[str] = []
         self._never = asyncio.Event()
 
-    async def send_text(self, _text: str) -> None:
-        self.sends_started += 1
+    @property
+    def sends_started(self) -> int:
+        return len(self.sent)
+
+    async def send_text(self, text: str) -> None:
+        self.sent.append(text)
         await self._never.wait()
 
     async def receive(self) -> dict[str, Any]:
@@ -57,3 +61,20 @@ async def test_the_deadline_covers_a_send_the_host_never_reads() -> None:
             await connection.request("screen/capture", {"session_id": "s"}, timeout_s=0.2)
     assert socket.sends_started == 1
     assert time.monotonic() - started < 1.0
+
+
+async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
+    socket = DeafHostSocket()
+    connection = _connection(socket)
+    body = {"session_id": "s", "quality": 85, "region": None}
+    with pytest.raises(HostTimeoutError):
+        await connection.request("screen/capture", body, timeout_s=0.05)
+    header, payload = decode_frame(socket.sent[0])
+    request = Request.model_validate(header)
+    assert (request.id, request.op, request.deadline_ms, request.body) == (
+        "g1",
+        "screen/capture",
+        50,
+        body,
+    )
+    assert payload == b""

@@ -83,12 +83,20 @@ class HostConnection:
         request_id = f"g{next(self._ids)}"
         waiter: asyncio.Future[HostReply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = waiter
-        message = Request(id=request_id, op=op, deadline_ms=int(timeout_s * 1000), body=body)
+        # The `Request` frame, built as the dict it dumps to: validating what this
+        # gateway itself wrote only to dump it again cost a model round trip per call.
+        message = {
+            "t": "req",
+            "id": request_id,
+            "op": op,
+            "deadline_ms": max(1, int(timeout_s * 1000)),
+            "body": body,
+        }
         try:
             # The send is inside the deadline: a host that stops reading fills the
             # socket, and the caller must still get its 504 on time.
             async with asyncio.timeout(timeout_s):
-                await self._send_text(message.model_dump())
+                await self._send_text(message)
                 return await waiter
         except TimeoutError as exc:
             raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
