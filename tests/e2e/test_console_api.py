@@ -64,7 +64,9 @@ async def owner_stack(
         reaper_interval_s=3600,
         webhook_allow_private_targets=True,
         webhook_ca_bundle=ca_bundle,
-        webhook_poll_interval_s=0.05,
+        # No poll within a test's life: deliveries must come from the wake-up the
+        # sessions service gives the dispatcher as it writes each event.
+        webhook_poll_interval_s=3600,
         wake_broadcast=f"127.0.0.1:{port}",
         agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
     ) as running:

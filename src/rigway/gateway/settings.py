@@ -56,7 +56,10 @@ class GatewaySettings(BaseModel):
     # A signed release manifest (`rigway release sign`) served at /v1/agent/latest.
     release_manifest_path: Path | None = None
     webhook_max_per_account: int = 5
-    webhook_poll_interval_s: float = Field(default=0.5, gt=0)
+    # A safety net only: the sessions service wakes the dispatcher as it writes events.
+    # The poll finds rows no wake-up announced (another node's, after its crash); every
+    # poll is a query, and at 0.5 s it was most of an idle gateway's CPU.
+    webhook_poll_interval_s: float = Field(default=5.0, gt=0)
 
     webhook_allow_private_targets: bool = False
     webhook_ca_bundle: str | None = None
