@@ -29,6 +29,10 @@ _PREFIX_LENGTH = len("rgw_live_sk_") + 8
 # last_used_at is bookkeeping, not an audit log: one write a minute per key is enough.
 _LAST_USED_WRITE_INTERVAL = timedelta(seconds=60)
 _CACHE_TTL_S = 30.0
+# Prefixes the store does not know, remembered for as long as a known key's entry, so a
+# client retrying a revoked or mistyped key costs a dict lookup per request instead of
+# a query. Bounded: a stream of random keys evicts the oldest entries, never grows it.
+_UNKNOWN_CACHE_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,15 +76,19 @@ class _CachedKey:
 
 
 class ApiKeyAuthenticator:
-    """Resolves bearer keys to principals, with a short in-process cache.
+    """Resolves bearer keys to principals, with a short in-process cache of known keys
+    and of prefixes the store does not have.
 
-    Revocation goes through `forget()` so it takes effect on the very next request.
+    Revocation and creation go through `forget()`, so either takes effect on the very
+    next request (another gateway node's creation, within the cache's 30 s).
     """
 
     def __init__(self, sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
         self._sessions = sessions
         self._clock = clock
         self._cache: dict[str, _CachedKey] = {}
+        # prefix -> when the store last said it has no live key under it (monotonic s)
+        self._unknown: dict[str, float] = {}
         # Bumped by every forget(): a load that read the row before a revocation
         # committed must not put the key back in the cache after it.
         self._generation = 0
@@ -92,6 +100,8 @@ class ApiKeyAuthenticator:
         prefix = key_prefix(secret)
         cached = self._cache.get(prefix)
         if cached is None or self._clock.monotonic() - cached.fetched_at > _CACHE_TTL_S:
+            if self._known_unknown(prefix):
+                raise InvalidApiKey("unknown or revoked API key")
             cached = await self._load(prefix)
         if cached is None or not hmac.compare_digest(cached.key_hash, hash_secret(secret).encode()):
             raise InvalidApiKey("unknown or revoked API key")
@@ -101,6 +111,22 @@ class ApiKeyAuthenticator:
     def forget(self, prefix: str) -> None:
         self._generation += 1
         self._cache.pop(prefix, None)
+        self._unknown.pop(prefix, None)
+
+    def _known_unknown(self, prefix: str) -> bool:
+        noted_at = self._unknown.get(prefix)
+        if noted_at is None:
+            return False
+        if self._clock.monotonic() - noted_at <= _CACHE_TTL_S:
+            return True
+        del self._unknown[prefix]
+        return False
+
+    def _note_unknown(self, prefix: str) -> None:
+        self._unknown.pop(prefix, None)  # re-inserted last: the dict's order is age
+        if len(self._unknown) >= _UNKNOWN_CACHE_MAX:
+            del self._unknown[next(iter(self._unknown))]
+        self._unknown[prefix] = self._clock.monotonic()
 
     async def _load(self, prefix: str) -> _CachedKey | None:
         generation = self._generation
@@ -110,6 +136,9 @@ class ApiKeyAuthenticator:
             )
         if row is None:
             self._cache.pop(prefix, None)
+            if generation == self._generation:
+                # else: a key may have been created under it during the read.
+                self._note_unknown(prefix)
             return None
         principal = ApiPrincipal(
             account_id=row.account_id,

@@ -52,6 +52,8 @@ class KeyService:
         )
         async with self._sessions.begin() as db:
             db.add(row)
+        # A prefix someone tried before this key existed is remembered as unknown.
+        self._authenticator.forget(new_key.prefix)
         return ApiKeyCreatedOut(**_view(row).model_dump(), secret=new_key.secret)
 
     async def list(self, account_id: str) -> list[ApiKeyOut]:
