@@ -45,6 +45,10 @@ SHAPES: list[tuple[str, tuple[Any, ...]]] = [
     ("v", (("d", 0.25),)),
     ("v", (("i", -1),)),
     ("a(so)", ([(":1.7", "/org/a11y/atspi/accessible/12")],)),
+    ("a(so)", ([],)),
+    # Names of every length mod 8, so each struct's padding is exercised.
+    ("a(so)", ([(f":1.{'9' * n}", f"/org/a11y/atspi/accessible/{n}") for n in range(1, 17)],)),
+    ("a(so)", ([("org.gnome.Épreuve", "/org/a11y/atspi/accessible/root")],)),
     ("", ()),
 ]
 
@@ -60,6 +64,27 @@ def test_replies_decode_as_jeepney_does(
     reply_serial, decoded = _decode(raw, _body_start(raw, endianness))
 
     assert reply_serial == 41
+    assert decoded is not None
+    assert _plain(decoded[0]) == _plain(expected)
+
+
+@pytest.mark.parametrize(
+    ("signature", "body"), [shape for shape in SHAPES if shape[0] in ("u", "au", "s", "a(so)")]
+)
+def test_the_walks_common_little_endian_replies_never_reach_jeepney(
+    signature: str, body: tuple[Any, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = _reply(signature, body, Endianness.little)
+    expected = tuple(Message.from_buffer(raw).body)
+
+    def refuse(*_args: object) -> Any:
+        raise AssertionError("decoded by jeepney, the slow path")
+
+    # jeepney's two ways in: a whole message, or a body by its signature.
+    monkeypatch.setattr(Message, "from_buffer", refuse)
+    monkeypatch.setattr("rigway.agent.backends.x11.atspi.parse_signature", refuse)
+    _, decoded = _decode(raw, _body_start(raw, Endianness.little))
+
     assert decoded is not None
     assert _plain(decoded[0]) == _plain(expected)
 

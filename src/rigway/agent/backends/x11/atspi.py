@@ -327,7 +327,27 @@ def _body(raw: bytes, start: int, signature: str) -> tuple[Any, ...]:
         if inner == b"d":
             pos += -(pos - start) % 8
             return ((inner.decode(), struct.unpack_from("<d", raw, pos)[0]),)
+    if signature == "a(so)":  # GetMatches: ~100 (bus name, path) pairs, 10x jeepney's speed
+        return (_name_path_pairs(raw, start),)
     parsed, _ = parse_signature(list(f"({signature})")).parse_data(
         raw[start:], 0, Endianness.little
     )
     return tuple(parsed)
+
+
+def _name_path_pairs(raw: bytes, start: int) -> list[tuple[str, str]]:
+    """An `a(so)` body: the array's byte length, padding to the first struct (structs
+    align to 8), then each struct's string and object path."""
+    (length,) = struct.unpack_from("<I", raw, start)
+    pos = start + 4
+    pos += -pos % 8
+    end = pos + length
+    if end > len(raw):
+        raise ValueError("a(so) array runs past the message")
+    pairs: list[tuple[str, str]] = []
+    while pos < end:
+        pos += -pos % 8
+        name, pos = _string(raw, pos)
+        path, pos = _string(raw, pos)
+        pairs.append((name, path))
+    return pairs
