@@ -279,7 +279,7 @@ class Dispatcher:
             frame = await self._screen.capture(params)
         except RegionOutsideDesktopError as exc:
             raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
-        return frame.reply_body().model_dump(), frame.jpeg
+        return frame.reply_body(), frame.jpeg
 
     async def _current_marks(self) -> tuple[Mark, ...]:
         try:

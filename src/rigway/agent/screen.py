@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rigway.agent.backends.base import Desktop, Pixels, Rect
 from rigway.agent.imaging import EncodedImage, Mark, render_jpeg
@@ -67,16 +67,18 @@ class CapturedFrame:
     cached: bool
     marked: bool
 
-    def reply_body(self) -> ops.ScreenCaptured:
-        return ops.ScreenCaptured(
-            width=self.width,
-            height=self.height,
-            native_width=self.native_width,
-            native_height=self.native_height,
-            host_jpeg_ms=round(self.host_jpeg_ms, 3),
-            cached=self.cached,
-            marked=self.marked,
-        )
+    def reply_body(self) -> dict[str, Any]:
+        """The `ops.ScreenCaptured` body, built as the dict it dumps to: a model built only
+        to be dumped again cost a round trip on the loop after every encode."""
+        return {
+            "width": self.width,
+            "height": self.height,
+            "native_width": self.native_width,
+            "native_height": self.native_height,
+            "host_jpeg_ms": round(self.host_jpeg_ms, 3),
+            "cached": self.cached,
+            "marked": self.marked,
+        }
 
 
 def merge_rects(rects: Sequence[Rect], width: int, height: int) -> list[Rect]:

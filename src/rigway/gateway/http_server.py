@@ -9,7 +9,7 @@ third of the gateway's busy time per screenshot, the header write the larger par
 (docs/decisions/0004-screen-hot-path.md).
 
 `CoalescingTransport` holds what is written during one tick of the loop and sends it
-as one write at the end of that tick (`loop.call_soon`), like TCP_CORK for a tick: the
+as one write (a writev) at the end of that tick (`loop.call_soon`), like TCP_CORK for a tick: the
 headers and body of a plain response, or a WebSocket reply, leave in one segment. The
 delay is that of one ready-queue pass; flow control still acts on the real transport.
 A WebSocket upgrade hands this same transport to the WebSocket protocol, so host-link
@@ -58,7 +58,12 @@ class CoalescingTransport(asyncio.Transport):
         if not held or self._transport.is_closing():
             # A closed transport would refuse the write; its peer is gone anyway.
             return
-        self._transport.write(held[0] if len(held) == 1 else b"".join(held))
+        if len(held) == 1:
+            self._transport.write(held[0])
+        else:
+            # One writev with uvloop: the headers and a JPEG body leave together without
+            # first being copied into one buffer.
+            self._transport.writelines(held)
 
     def write_eof(self) -> None:
         self.flush()
