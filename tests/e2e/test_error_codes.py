@@ -724,6 +724,9 @@ class FakeHost:
     rig_token: str
     replies: dict[str, dict[str, Any] | None]
     requests: list[Request] = field(default_factory=list)
+    # An op mapped here is answered with these raw frame contents instead of a reply.
+    raw_answers: dict[str, str | bytes] = field(default_factory=dict)
+    close_code: int | None = None
 
     def session_ids(self, op: str) -> list[str]:
         return [str(r.body["session_id"]) for r in self.requests if r.op == op]
@@ -738,8 +741,11 @@ class FakeHost:
                     request = Request.model_validate(header)
                     self.requests.append(request)
                     reply = self.replies.get(request.op)
-                    if reply is not None:
+                    if request.op in self.raw_answers:
+                        await ws.send(self.raw_answers[request.op])
+                    elif reply is not None:
                         await ws.send(encode_text({"t": "res", "id": request.id, **reply}))
+        self.close_code = ws.close_code
 
 
 @contextlib.asynccontextmanager
@@ -1011,3 +1017,19 @@ async def test_malformed_host_reply_502_host_error(
         session_id = await _start(bare_stack, host)
         response = await endpoint.call(bare_stack.client, sid=session_id)
     assert_error(response, 502, "host_error")
+
+
+@pytest.mark.parametrize("garbage", ["not json", b"\x00\x00"], ids=["text", "binary"])
+async def test_an_undecodable_host_frame_closes_the_link_and_fails_the_call_502(
+    bare_stack: Stack, garbage: str | bytes
+) -> None:
+    """A frame the gateway cannot decode ends the link (1007): its pending call gets a
+    502 at once, not a 504 after the deadline, and the rig goes offline."""
+    async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
+        session_id = await _start(bare_stack, host)
+        host.raw_answers[ops.SCREEN_CAPTURE] = garbage
+        response = await SCREENSHOT.call(bare_stack.client, sid=session_id)
+        await bare_stack.wait_until(lambda: not bare_stack.services.registry.is_online(host.rig_id))
+        await bare_stack.wait_until(lambda: host.close_code is not None)
+    assert_error(response, 502, "host_error")
+    assert host.close_code == 1007

@@ -26,7 +26,7 @@ from rigway import event_loop
 from rigway.agent.pairing import pair
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
-from rigway.gateway.http_server import CoalescingHttpToolsProtocol
+from rigway.gateway.http_server import CoalescingHttpToolsProtocol, DirectMessageWebSocketProtocol
 from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.services import Services
 from rigway.gateway.settings import GatewaySettings, load_settings
@@ -58,14 +58,14 @@ class LocalCredentials:
 
 def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
     # Per-message deflate costs ~50 ms on a 500 KB JPEG (TECH-NOTES): off. The sans-I/O
-    # WebSocket protocol hands each frame to the app without the legacy one's reader
-    # task; the HTTP protocol sends a response's headers and body in one write.
+    # WebSocket protocol (with a direct way in for host-link frames) has no reader task
+    # per connection; the HTTP protocol sends a response's headers and body in one write.
     return uvicorn.Config(
         app,  # type: ignore[arg-type]
         host=host,
         port=port,
         http=CoalescingHttpToolsProtocol,
-        ws="websockets-sansio",
+        ws=DirectMessageWebSocketProtocol,
         ws_per_message_deflate=False,
         ws_max_size=64 * 1024 * 1024,
         log_level="warning",

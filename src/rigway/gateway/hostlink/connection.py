@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from rigway.gateway.http_server import FRAME_SINK_EXTENSION
 from rigway.protocol import Hello, Ping, Pong, Reply, Request, decode_frame, encode_text
 from rigway.protocol.framing import FramingError
 
@@ -72,6 +73,7 @@ class HostConnection:
         self._last_heard = monotonic()
         self._closed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._undecodable = False
 
     @property
     def is_open(self) -> bool:
@@ -104,8 +106,15 @@ class HostConnection:
             self._pending.pop(request_id, None)
 
     async def serve(self) -> None:
-        """Run until the link closes; fails every pending request when it does."""
+        """Run until the link closes; fails every pending request when it does.
+
+        Under the gateway's own server (`http_server.DirectMessageWebSocketProtocol`)
+        frames arrive by a direct call as they are parsed, and the receive loop below
+        sees only the disconnect; under any other ASGI server they come through it."""
         heartbeat = asyncio.create_task(self._heartbeat())
+        take_messages = self._websocket.scope.get("extensions", {}).get(FRAME_SINK_EXTENSION)
+        if take_messages is not None:
+            take_messages(self._on_message)
         try:
             while True:
                 message = await self._websocket.receive()
@@ -113,11 +122,9 @@ class HostConnection:
                     break
                 raw = message.get("bytes")
                 raw = raw if raw is not None else message.get("text")
-                if raw is None:
-                    continue
-                self._last_heard = self._monotonic()
-                await self._handle_frame(raw)
-        except (WebSocketDisconnect, FramingError, RuntimeError) as exc:
+                if raw is not None:
+                    self._on_message(raw)
+        except (WebSocketDisconnect, RuntimeError) as exc:
             logger.info("host link of %s closed: %s", self.rig_id, exc)
         finally:
             heartbeat.cancel()
@@ -137,7 +144,27 @@ class HostConnection:
         self._fail_pending()
         self._closed.set()
 
-    async def _handle_frame(self, raw: str | bytes) -> None:
+    def _on_message(self, raw: str | bytes) -> None:
+        """One frame from the host, by either way in."""
+        if self._undecodable:
+            return
+        self._last_heard = self._monotonic()
+        try:
+            self._handle_frame(raw)
+        except FramingError as exc:
+            # Nothing more is heard on this link: a peer that garbles one frame cannot be
+            # trusted to frame the next.
+            self._undecodable = True
+            logger.info("host link of %s closed: %s", self.rig_id, exc)
+            self._spawn(self.close(code=1007, reason="undecodable frame"))
+        except Exception:
+            # Called from the server's `data_received`: an error escaping here would
+            # tear the connection down with no close frame and no word of why.
+            self._undecodable = True
+            logger.exception("frame from host %s could not be handled", self.rig_id)
+            self._spawn(self.close(code=1011, reason="internal error"))
+
+    def _handle_frame(self, raw: str | bytes) -> None:
         header, payload = decode_frame(raw)
         kind = header.get("t")
         try:
