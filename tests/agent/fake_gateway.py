@@ -64,7 +64,7 @@ class AgentConnection:
         if kind == "res":
             waiter = self._pending.pop(header["id"], None)
             if waiter is not None:
-                waiter.set_result(GatewayReply(header, payload, isinstance(frame, bytes)))
+                waiter.set_result(GatewayReply(header, bytes(payload), isinstance(frame, bytes)))
         elif kind == "ping":
             self.pings.put_nowait(header)
             if answer_pings:

@@ -39,9 +39,11 @@ def encode_binary(message: dict[str, Any], payload: bytes) -> bytes:
     return b"".join((_HEADER_LENGTH.pack(len(header)), header, payload))
 
 
-def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], bytes]:
+def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], memoryview]:
+    """The header, and the payload as a view into `frame` (no copy: a JPEG goes on to
+    its HTTP response as it came)."""
     if isinstance(frame, str):
-        return _load_object(frame), b""
+        return _load_object(frame), memoryview(b"")
     if len(frame) < _HEADER_LENGTH.size:
         raise FramingError("binary frame shorter than its length prefix")
     (header_length,) = _HEADER_LENGTH.unpack_from(frame)
@@ -52,7 +54,7 @@ def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], bytes]:
         header = frame[_HEADER_LENGTH.size : end].decode()
     except UnicodeDecodeError as exc:
         raise FramingError(f"binary frame header is not UTF-8: {exc}") from exc
-    return _load_object(header), bytes(frame[end:])
+    return _load_object(header), memoryview(frame)[end:]
 
 
 def _load_object(text: str) -> dict[str, Any]:

@@ -6,12 +6,14 @@ back to that walk whenever they cannot be trusted.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple
 from typing import Any
 
 import pytest
+from Xlib import X, Xatom
 
 from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
 from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
@@ -216,3 +218,35 @@ def test_the_remembered_window_is_asked_first_and_dropped_once_inactive(
     x_desktop.stop(other)
     back = wait_until(titled(FACTORY), message="the factory's snapshot again")
     assert len(back.elements) > 50
+
+
+def test_a_title_is_never_borrowed_from_another_processs_x_window(
+    fresh_backend: X11Desktop,
+    factory: subprocess.Popen[str],
+    x_desktop: XDesktop,
+) -> None:
+    """While focus moves, X can name a new active window before AT-SPI lets go of the
+    old one. Here `_NET_ACTIVE_WINDOW` is pointed at a window of this test's process,
+    with the factory still active for AT-SPI: its snapshot keeps its own controls and
+    takes no title from the other window."""
+    before = _steady(fresh_backend)
+    assert before.window_title == FACTORY
+    with x_desktop.x_connection() as conn:
+        root = conn.screen().root
+        active_atom = conn.intern_atom("_NET_ACTIVE_WINDOW")
+        active = root.get_full_property(active_atom, X.AnyPropertyType).value[0]
+        impostor = root.create_window(0, 0, 10, 10, 0, X.CopyFromParent)  # never mapped
+        impostor.set_wm_name("Impostor")
+        impostor.change_property(conn.intern_atom("_NET_WM_PID"), Xatom.CARDINAL, 32, [os.getpid()])
+        root.change_property(active_atom, Xatom.WINDOW, 32, [impostor.id])
+        conn.sync()
+        try:
+            during = fresh_backend.snapshot_accessibility(WalkBudget())
+        finally:
+            root.change_property(active_atom, Xatom.WINDOW, 32, [active])
+            impostor.destroy()
+            conn.sync()
+    assert during.window_title != "Impostor"
+    assert [astuple(e) for e in during.elements] == [astuple(e) for e in before.elements]
+    after = fresh_backend.snapshot_accessibility(WalkBudget())
+    assert after.window_title == FACTORY

@@ -77,4 +77,4 @@ async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
         50,
         body,
     )
-    assert payload == b""
+    assert bytes(payload) == b""

@@ -70,7 +70,7 @@ class ScreenParams:
 
 @dataclass(frozen=True, slots=True)
 class Screenshot:
-    jpeg: bytes
+    jpeg: memoryview  # into the host's frame: written to the response without a copy
     reply: ops.ScreenCaptured
     link_ms: float
 

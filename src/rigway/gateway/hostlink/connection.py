@@ -30,7 +30,7 @@ AgentRequestHandler = Callable[[str, "HostConnection", dict[str, Any]], Awaitabl
 @dataclass(frozen=True, slots=True)
 class HostReply:
     body: dict[str, Any]
-    payload: bytes
+    payload: memoryview  # into the frame it came in
 
 
 class HostTimeoutError(Exception):
@@ -179,7 +179,7 @@ class HostConnection:
         except ValidationError as exc:
             logger.warning("malformed %r frame from %s: %s", kind, self.rig_id, exc)
 
-    def _resolve(self, reply: Reply, payload: bytes) -> None:
+    def _resolve(self, reply: Reply, payload: memoryview) -> None:
         waiter = self._pending.get(reply.id)
         if waiter is None or waiter.done():
             return

@@ -70,6 +70,8 @@ MAX_CACHED_ROLES = 10_000
 FRESH_ROLES: frozenset[int] = roles.TEXTUAL | {roles.PASSWORD_TEXT}
 # Peer-to-peer connections kept open, one per application; past this the oldest closes.
 MAX_PEERS = 8
+# Applications whose pid is remembered (a walk asks for it once per application).
+MAX_CACHED_APP_PIDS = 64
 APP_ROOT_PATH = "/org/a11y/atspi/accessible/root"
 
 
@@ -153,6 +155,7 @@ class X11Accessibility:
         self._roles: dict[str, int] = {}
         # Application bus name -> its peer connection, or None when it has none we use.
         self._peers: dict[str, AtspiConnection | None] = {}
+        self._app_pids: dict[str, int] = {}
         # The active window of the last walk, asked first by the next one.
         self._last_window: _Window | None = None
 
@@ -188,9 +191,8 @@ class X11Accessibility:
         if window.app[0] != self._roles_app or len(self._roles) > MAX_CACHED_ROLES:
             self._roles_app, self._roles = window.app[0], {}
         elements = self._describe(walk, refs)
-        title = "" if name is None else str(name[0][1])
         return AccessibilitySnapshot(
-            window_title=title if title != "" else self._x_active_window_title(),
+            window_title=self._title(walk, window, name),
             window_role="" if role is None else roles.role_name(int(role[0])),
             elements=elements,
             truncated=walk.truncated,
@@ -274,11 +276,36 @@ class X11Accessibility:
         window_id = self._x_active_window()
         return None if window_id is None else self._x_guarded(window_owner_pid, window_id)
 
-    def _x_active_window_title(self) -> str:
-        """The window manager's title: GTK often leaves the AT-SPI frame name empty."""
+    def _title(self, walk: _Walk, window: _Window, name: tuple[Any, ...] | None) -> str:
+        """The window's AT-SPI name, or else (GTK often leaves it empty) the window
+        manager's title of the active X window, if that window is this application's.
+
+        While focus moves, X and AT-SPI disagree for a moment: X already names the new
+        window while AT-SPI still marks the old one active. Taking X's title then would
+        label one window's controls with another's name, so the title stays empty."""
+        title = "" if name is None else str(name[0][1])
+        if title != "":
+            return title
         window_id = self._x_active_window()
-        title = None if window_id is None else self._x_guarded(window_title, window_id)
-        return "" if title is None else title
+        if window_id is None:
+            return ""
+        owner = self._x_guarded(window_owner_pid, window_id)
+        if owner is None or owner != self._app_pid(walk, window.app[0]):
+            return ""
+        x_title = self._x_guarded(window_title, window_id)
+        return "" if x_title is None else x_title
+
+    def _app_pid(self, walk: _Walk, app: str) -> int | None:
+        """The pid behind an application's bus name; remembered, since a unique bus
+        name is never reused."""
+        if app not in self._app_pids:
+            if len(self._app_pids) >= MAX_CACHED_APP_PIDS:
+                self._app_pids.clear()
+            reply = walk.calls([bus_method("GetConnectionUnixProcessID", "s", (app,))])[0]
+            if reply is None:
+                return None  # not remembered: the next walk asks again
+            self._app_pids[app] = int(reply[0])
+        return self._app_pids[app]
 
     def _x_active_window(self) -> int | None:
         def read(conn: Any) -> int | None:
