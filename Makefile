@@ -42,6 +42,7 @@ test: system-deps lint typecheck unit unit-postgres
 
 bench: setup
 	$(PY) -m bench.gateway_sim
+	$(PY) -m bench.screenshot_cpu
 	$(PY) -m bench.x11_gateway
 	$(PY) -m bench.stream
 
