@@ -119,3 +119,31 @@ async def test_a_large_binary_message_arrives_whole(serve: Any) -> None:
             while len(app.through_sink) < 2:
                 await asyncio.sleep(0.01)
     assert app.through_sink == [jpeg, b"after"]
+
+
+async def test_a_sink_that_raises_fails_the_connection_with_1011(serve: Any) -> None:
+    app = SinkApp()
+
+    def refuse(message: str | bytes) -> None:
+        app.through_sink.append(message)
+        raise RuntimeError("the app broke on this message")
+
+    original_call = app.__call__
+
+    async def taking_a_failing_sink(scope: Any, receive: Any, send: Any) -> None:
+        extensions = scope["extensions"]
+        take = extensions[FRAME_SINK_EXTENSION]
+        extensions[FRAME_SINK_EXTENSION] = lambda _sink: take(refuse)
+        await original_call(scope, receive, send)
+
+    url = await serve(taking_a_failing_sink)
+    async with connect(url) as client:
+        async with asyncio.timeout(5):
+            await app.sink_taken.wait()
+        await client.send(b"breaks it")
+        async with asyncio.timeout(5):
+            await client.wait_closed()
+        assert client.close_code == 1011
+    async with asyncio.timeout(5):
+        await app.disconnected.wait()
+    assert app.through_sink == [b"breaks it"]

@@ -144,9 +144,10 @@ class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):
 
     An app that calls the `rigway.message_sink` scope extension with a callable gets
     each later message by a plain call from `data_received`, and never pauses reading:
-    the sink handles a message before the next one is parsed. Messages queued before
+    the sink handles a message before the next one is delivered. Messages queued before
     the call are handed to it first, in order. The disconnect still comes through
-    `receive()`, so the app's receive loop stays its way to learn the link is gone.
+    `receive()`, so the app's receive loop stays its way to learn the link is gone. A
+    sink that raises fails the connection with 1011, as a broken app would.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -165,7 +166,7 @@ class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):
             message = self.queue.get_nowait()
             if message["type"] == "websocket.receive":
                 text, data = message.get("text"), message.get("bytes")
-                sink(text if text is not None else data or b"")
+                self._deliver(sink, text if text is not None else data or b"")
             else:
                 held.append(message)  # a disconnect: still for receive()
         for message in held:
@@ -183,7 +184,7 @@ class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):
         data = self.frames[0] if len(self.frames) == 1 else b"".join(self.frames)
         if self.curr_msg_data_type == "bytes":
             self.frames = []
-            sink(data)
+            self._deliver(sink, data)
             return
         try:
             text = data.decode()
@@ -192,4 +193,17 @@ class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):
             super().send_receive_event_to_app()  # uvicorn's own answer to bad UTF-8
             return
         self.frames = []
-        sink(text)
+        self._deliver(sink, text)
+
+    def _deliver(self, sink: MessageSink, message: str | bytes) -> None:
+        try:
+            sink(message)
+        except Exception:
+            # Escaping `data_received`, it would drop the socket without a close frame.
+            self.logger.exception("the WebSocket app failed on a message")
+            self._message_sink = None
+            self.conn.fail(1011, "internal error")
+            if self.conn.close_sent is not None:
+                self.handle_parser_exception()  # the close frame, then the socket
+            else:
+                self.transport.close()

@@ -102,3 +102,17 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
+
+
+def test_a_string_running_past_the_message_is_an_empty_answer_not_an_error() -> None:
+    """An application frames its own replies: a string whose length runs past the
+    message is no reply for that call (jeepney's fallback asserts on it), never a name
+    cut to what the buffer held, and never an exception out of the walk."""
+    raw = bytearray(
+        _reply("a(so)", ([(":1.7", "/org/a11y/atspi/accessible/12")],), Endianness.little)
+    )
+    start = _body_start(bytes(raw), Endianness.little)
+    first_string = start + 8  # the array's byte length, padding to 8, then the string
+    raw[first_string : first_string + 4] = (1 << 20).to_bytes(4, "little")
+
+    assert _decode(bytes(raw), start) == (41, None)

@@ -122,3 +122,26 @@ async def test_the_unknown_cache_stays_bounded(
     assert await _refused(authenticator, secrets[-1])  # among the newest: remembered
     assert await _refused(authenticator, secrets[0])  # evicted: read again
     assert reads.opened == 1
+
+
+async def test_a_key_created_while_its_prefix_is_being_read_is_not_noted_unknown(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upcoming = generate_api_key("live")
+    authenticator = stack.services.api_keys
+    real_sessions = authenticator._sessions
+    monkeypatch.setattr(key_service, "generate_api_key", lambda _environment: upcoming)
+
+    @contextlib.asynccontextmanager
+    async def read_then_create() -> AsyncIterator[Any]:
+        # The read finds no key; the key is created (and its prefix forgotten) before
+        # the read's answer is noted.
+        async with real_sessions() as db:
+            yield db
+        authenticator._sessions = real_sessions
+        await stack.services.keys.create(stack.account_id, CreateKeyIn(name="racing"))
+
+    authenticator._sessions = read_then_create  # type: ignore[assignment]
+    assert await _refused(authenticator, upcoming.secret)  # raced: the read saw nothing
+    principal = await authenticator.authenticate(f"Bearer {upcoming.secret}")
+    assert principal.account_id == stack.account_id

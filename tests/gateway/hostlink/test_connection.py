@@ -70,6 +70,7 @@ async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
     with pytest.raises(HostTimeoutError):
         await connection.request("screen/capture", body, timeout_s=0.05)
     header, payload = decode_frame(socket.sent[0])
+    assert header["t"] == "req"  # the model would default it: the agent would not
     request = Request.model_validate(header)
     assert (request.id, request.op, request.deadline_ms, request.body) == (
         "g1",

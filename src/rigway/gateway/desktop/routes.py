@@ -137,12 +137,9 @@ async def observe(
 @router.get(
     "/v1/sessions/{session_id}/targets", response_model=TargetsOut, responses=_SCREEN_ERRORS
 )
-async def targets(request: Request, session_id: str, caller: ApiCaller) -> Response:
+async def targets(request: Request, session_id: str, caller: ApiCaller) -> TargetsOut:
     live = await _live(request, session_id, caller, "sessions")
-    found = await services_of(request).desktop.targets(live)
-    # Serialized here by pydantic, as observe is: `response_model` would check the model
-    # again and hand a dict to json.dumps. The decorator's model still documents it.
-    return Response(found.model_dump_json(), media_type="application/json")
+    return await services_of(request).desktop.targets(live)
 
 
 @router.post(

@@ -13,12 +13,12 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from rigway.gateway.http_server import FRAME_SINK_EXTENSION
+from rigway.gateway.http_server import FRAME_SINK_EXTENSION, MessageSink
 from rigway.protocol import Hello, Ping, Pong, Reply, Request, decode_frame, encode_text
 from rigway.protocol.framing import FramingError
 
@@ -77,10 +77,10 @@ class HostConnection:
 
     @property
     def is_open(self) -> bool:
-        return not self._closed.is_set()
+        return not self._closed.is_set() and not self._undecodable
 
     async def request(self, op: str, body: dict[str, Any], timeout_s: float) -> HostReply:
-        if self._closed.is_set():
+        if not self.is_open:
             raise HostUnavailableError("the host link is closed")
         request_id = f"g{next(self._ids)}"
         waiter: asyncio.Future[HostReply] = asyncio.get_running_loop().create_future()
@@ -112,10 +112,13 @@ class HostConnection:
         frames arrive by a direct call as they are parsed, and the receive loop below
         sees only the disconnect; under any other ASGI server they come through it."""
         heartbeat = asyncio.create_task(self._heartbeat())
-        take_messages = self._websocket.scope.get("extensions", {}).get(FRAME_SINK_EXTENSION)
-        if take_messages is not None:
-            take_messages(self._on_message)
         try:
+            extensions = self._websocket.scope.get("extensions") or {}
+            take_messages = cast(
+                "Callable[[MessageSink], None] | None", extensions.get(FRAME_SINK_EXTENSION)
+            )
+            if take_messages is not None:
+                take_messages(self._on_message)
             while True:
                 message = await self._websocket.receive()
                 if message["type"] == "websocket.disconnect":
@@ -153,16 +156,12 @@ class HostConnection:
             self._handle_frame(raw)
         except FramingError as exc:
             # Nothing more is heard on this link: a peer that garbles one frame cannot be
-            # trusted to frame the next.
+            # trusted to frame the next. Its callers learn now, not at their deadlines
+            # (the close may wait on a host that stopped reading), and no new call goes.
             self._undecodable = True
             logger.info("host link of %s closed: %s", self.rig_id, exc)
+            self._fail_pending()
             self._spawn(self.close(code=1007, reason="undecodable frame"))
-        except Exception:
-            # Called from the server's `data_received`: an error escaping here would
-            # tear the connection down with no close frame and no word of why.
-            self._undecodable = True
-            logger.exception("frame from host %s could not be handled", self.rig_id)
-            self._spawn(self.close(code=1011, reason="internal error"))
 
     def _handle_frame(self, raw: str | bytes) -> None:
         header, payload = decode_frame(raw)

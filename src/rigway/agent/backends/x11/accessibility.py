@@ -297,7 +297,7 @@ class X11Accessibility:
 
     def _app_pid(self, walk: _Walk, app: str) -> int | None:
         """The pid behind an application's bus name; remembered, since a unique bus
-        name is never reused."""
+        name is not reused while the bus lives (`_drop_bus` forgets them all)."""
         if app not in self._app_pids:
             if len(self._app_pids) >= MAX_CACHED_APP_PIDS:
                 self._app_pids.clear()
@@ -469,6 +469,8 @@ class X11Accessibility:
     def _drop_bus(self) -> None:
         self._roles_app, self._roles = "", {}
         self._last_window = None
+        # Bus names are unique for one bus daemon's life only: a new daemon reuses them.
+        self._app_pids.clear()
         for app in list(self._peers):
             self._close_peer(app)
         bus, self._bus = self._bus, None

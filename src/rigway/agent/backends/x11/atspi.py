@@ -247,22 +247,31 @@ _ERROR = MessageType.error.value
 _SIGNATURE_FIELD = 8
 
 
+# What decoding an application's malformed reply may raise. jeepney checks a string's
+# terminating NUL with `assert`, so AssertionError is among them: an application on the
+# accessibility bus is not trusted to frame its replies.
+_UNDECODABLE = (ValueError, IndexError, KeyError, struct.error, AssertionError)
+
+
 def _decode(raw: bytes, body_start: int) -> tuple[int, tuple[tuple[Any, ...]] | None]:
     kind = raw[1]
     if kind not in (_METHOD_RETURN, _ERROR):
         return -1, None
+    reply_serial = -1
     if raw[0] == 0x6C:
         try:
             reply_serial, signature = _reply_fields(raw)
             if kind == _ERROR:
                 return reply_serial, None
             return reply_serial, (_body(raw, body_start, signature),)
-        except (ValueError, IndexError, struct.error):
+        except _UNDECODABLE:
             pass  # not the shape the fast path expects: jeepney decodes it
     try:
         message = Message.from_buffer(raw)
-    except (ValueError, IndexError, KeyError, struct.error):
-        return -1, None  # undecodable: its call gets no reply, bounded by the deadline
+    except _UNDECODABLE:
+        # Undecodable: its call gets no reply at once when its serial was read, else
+        # none at all (bounded by the deadline).
+        return reply_serial, None
     reply_serial = int(message.header.fields.get(HeaderFields.reply_serial, -1))
     return reply_serial, None if kind == _ERROR else (tuple(message.body),)
 
@@ -302,7 +311,11 @@ def _reply_fields(raw: bytes) -> tuple[int, str]:
 def _string(raw: bytes, pos: int) -> tuple[str, int]:
     pos += -pos % 4
     (length,) = struct.unpack_from("<I", raw, pos)
-    return raw[pos + 4 : pos + 4 + length].decode("utf-8"), pos + 4 + length + 1
+    end = pos + 4 + length
+    if end >= len(raw) or raw[end] != 0:
+        # A length past the message, or no terminating NUL: jeepney judges it.
+        raise ValueError("string runs past the message")
+    return raw[pos + 4 : end].decode("utf-8"), end + 1
 
 
 def _body(raw: bytes, start: int, signature: str) -> tuple[Any, ...]:
