@@ -39,6 +39,7 @@ from rigway.protocol import (
 )
 from tests.e2e.harness import Stack, running_stack
 from tests.support.databases import create_postgres_database, drop_postgres_database
+from tests.support.rate_windows import inside_one_window
 
 # Every test runs on the module's event loop: most share one stack (`stack`), the ones
 # that need their own settings or break the rig build one inside the test.
@@ -632,6 +633,7 @@ async def test_request_quota_exceeded_429_rate_limited_with_headers(
     tmp_path: Path,
 ) -> None:
     async with _stack(tmp_path, rigs=0, request_rate_limit="5/minute") as stack:
+        await inside_one_window()
         for _ in range(5):
             assert (await stack.client.get("/v1/rigs")).status_code == 200
         response = await stack.client.get("/v1/rigs")
@@ -648,6 +650,7 @@ async def test_input_quota_counts_each_event_429_rate_limited(
 ) -> None:
     async with _stack(tmp_path, input_event_rate_limit="10/minute") as stack:
         session_id = await stack.start_session()
+        await inside_one_window()
         ten = {"events": [{"type": "type_text", "text": "a"}] * 10}
         accepted = await stack.client.post(f"/v1/sessions/{session_id}/input", json=ten)
         assert accepted.json() == {"ok": True, "count": 10}
