@@ -4,14 +4,14 @@ remembers unknown keys without ever refusing a key created after them."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rigway.gateway.auth import api_keys
-from rigway.gateway.auth.api_keys import ApiKeyAuthenticator, generate_api_key
+from rigway.gateway.auth.api_keys import ApiKeyAuthenticator, NewApiKey, generate_api_key
 from rigway.gateway.clock import FakeClock
 from rigway.gateway.errors import InvalidApiKey
 from rigway.gateway.keys import service as key_service
@@ -46,6 +46,23 @@ class CountedReads:
         return self._real.begin()
 
 
+def _after_the_next_read(
+    authenticator: ApiKeyAuthenticator, change: Callable[[], Awaitable[object]]
+) -> None:
+    """The authenticator's next read runs to its end, then `change` commits before the
+    read's answer is used: a store change racing a cache fill."""
+    real_sessions = authenticator._sessions
+
+    @contextlib.asynccontextmanager
+    async def read_then_change() -> AsyncIterator[Any]:
+        async with real_sessions() as db:
+            yield db
+        authenticator._sessions = real_sessions
+        await change()
+
+    authenticator._sessions = read_then_change  # type: ignore[assignment]
+
+
 async def _refused(authenticator: ApiKeyAuthenticator, secret: str) -> bool:
     try:
         await authenticator.authenticate(f"Bearer {secret}")
@@ -57,17 +74,10 @@ async def _refused(authenticator: ApiKeyAuthenticator, secret: str) -> bool:
 async def test_a_revocation_landing_during_a_cache_fill_is_not_undone(stack: Stack) -> None:
     key = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="racing"))
     authenticator = stack.services.api_keys
-    real_sessions = authenticator._sessions
-
-    @contextlib.asynccontextmanager
-    async def read_then_revoke() -> AsyncIterator[Any]:
-        # The key row is read; the revocation commits (and forgets) before the fill.
-        async with real_sessions() as db:
-            yield db
-        authenticator._sessions = real_sessions
-        await stack.services.keys.revoke(stack.account_id, key.id)
-
-    authenticator._sessions = read_then_revoke  # type: ignore[assignment]
+    # The key row is read; the revocation commits (and forgets) before the fill.
+    _after_the_next_read(
+        authenticator, lambda: stack.services.keys.revoke(stack.account_id, key.id)
+    )
     await authenticator.authenticate(f"Bearer {key.secret}")  # raced: this one passes
     with pytest.raises(InvalidApiKey):
         await authenticator.authenticate(f"Bearer {key.secret}")
@@ -96,17 +106,26 @@ async def test_a_revoked_key_stays_refused_from_the_cache(stack: Stack) -> None:
     assert reads.opened == 1
 
 
+@pytest.fixture
+def upcoming(monkeypatch: pytest.MonkeyPatch) -> NewApiKey:
+    """The key the next `keys.create` makes, known to the test beforehand."""
+    key = generate_api_key("live")
+    monkeypatch.setattr(key_service, "generate_api_key", lambda _environment: key)
+    return key
+
+
+async def _accepted(stack: Stack, secret: str) -> bool:
+    principal = await stack.services.api_keys.authenticate(f"Bearer {secret}")
+    return principal.account_id == stack.account_id
+
+
 async def test_a_key_created_under_a_prefix_noted_unknown_works_at_once(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
+    stack: Stack, upcoming: NewApiKey
 ) -> None:
-    upcoming = generate_api_key("live")
-    authenticator = stack.services.api_keys
-    assert await _refused(authenticator, upcoming.secret)  # noted unknown
-    monkeypatch.setattr(key_service, "generate_api_key", lambda _environment: upcoming)
+    assert await _refused(stack.services.api_keys, upcoming.secret)  # noted unknown
     created = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="new"))
     assert created.secret == upcoming.secret
-    principal = await authenticator.authenticate(f"Bearer {upcoming.secret}")
-    assert principal.account_id == stack.account_id
+    assert await _accepted(stack, upcoming.secret)
 
 
 async def test_the_unknown_cache_stays_bounded(
@@ -125,23 +144,14 @@ async def test_the_unknown_cache_stays_bounded(
 
 
 async def test_a_key_created_while_its_prefix_is_being_read_is_not_noted_unknown(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
+    stack: Stack, upcoming: NewApiKey
 ) -> None:
-    upcoming = generate_api_key("live")
     authenticator = stack.services.api_keys
-    real_sessions = authenticator._sessions
-    monkeypatch.setattr(key_service, "generate_api_key", lambda _environment: upcoming)
-
-    @contextlib.asynccontextmanager
-    async def read_then_create() -> AsyncIterator[Any]:
-        # The read finds no key; the key is created (and its prefix forgotten) before
-        # the read's answer is noted.
-        async with real_sessions() as db:
-            yield db
-        authenticator._sessions = real_sessions
-        await stack.services.keys.create(stack.account_id, CreateKeyIn(name="racing"))
-
-    authenticator._sessions = read_then_create  # type: ignore[assignment]
+    # The read finds no key; the key is created (and its prefix forgotten) before the
+    # read's answer is noted.
+    _after_the_next_read(
+        authenticator,
+        lambda: stack.services.keys.create(stack.account_id, CreateKeyIn(name="racing")),
+    )
     assert await _refused(authenticator, upcoming.secret)  # raced: the read saw nothing
-    principal = await authenticator.authenticate(f"Bearer {upcoming.secret}")
-    assert principal.account_id == stack.account_id
+    assert await _accepted(stack, upcoming.secret)
