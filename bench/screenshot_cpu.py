@@ -2,8 +2,8 @@
 
 A cached screenshot (unchanged screen) runs the whole chain (client, gateway, agent
 loop and back) without an encode, so the CPU each process spends on it is the cost
-of the hops alone. Read from /proc (the scheduler's run time of every thread) around a run of
-requests, so it counts what a process really ran, whatever the scheduler did.
+of the hops alone. Read from /proc (the scheduler's run time of every thread) around
+a run of requests, so it counts what a process really ran, whatever the scheduler did.
 
 Two runs: back to back, and with 5 ms of idle before each request. On a VM whose idle
 vCPUs halt, the second shows how much a cold cache multiplies the same work; that is

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +14,7 @@ import uvicorn
 from websockets.asyncio.client import connect
 
 from rigway.gateway.http_server import (
-    FRAME_SINK_EXTENSION,
+    MESSAGE_SINK_EXTENSION,
     CoalescingHttpToolsProtocol,
     DirectMessageWebSocketProtocol,
 )
@@ -39,7 +39,7 @@ class SinkApp:
             self.through_receive.append(await receive())
         # Lets the client send more before the sink is taken: they queue meanwhile.
         await asyncio.sleep(0.2)
-        scope["extensions"][FRAME_SINK_EXTENSION](self.through_sink.append)
+        scope["extensions"][MESSAGE_SINK_EXTENSION](self.through_sink.append)
         self.sink_taken.set()
         while True:
             message = await receive()
@@ -59,7 +59,7 @@ def _free_socket() -> socket.socket:
 async def serve() -> AsyncIterator[Any]:
     servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
 
-    async def start(app: SinkApp) -> str:
+    async def start(app: Callable[[Any, Any, Any], Awaitable[None]]) -> str:
         sock = _free_socket()
         config = uvicorn.Config(
             app,
@@ -132,8 +132,8 @@ async def test_a_sink_that_raises_fails_the_connection_with_1011(serve: Any) -> 
 
     async def taking_a_failing_sink(scope: Any, receive: Any, send: Any) -> None:
         extensions = scope["extensions"]
-        take = extensions[FRAME_SINK_EXTENSION]
-        extensions[FRAME_SINK_EXTENSION] = lambda _sink: take(refuse)
+        take = extensions[MESSAGE_SINK_EXTENSION]
+        extensions[MESSAGE_SINK_EXTENSION] = lambda _sink: take(refuse)
         await original_call(scope, receive, send)
 
     url = await serve(taking_a_failing_sink)

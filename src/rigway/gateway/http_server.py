@@ -9,11 +9,11 @@ third of the gateway's busy time per screenshot, the header write the larger par
 (docs/decisions/0004-screen-hot-path.md).
 
 `CoalescingTransport` holds what is written during one tick of the loop and sends it
-as one write (a writev) at the end of that tick (`loop.call_soon`), like TCP_CORK for a tick: the
-headers and body of a plain response, or a WebSocket reply, leave in one segment. The
-delay is that of one ready-queue pass; flow control still acts on the real transport.
-A WebSocket upgrade hands this same transport to the WebSocket protocol, so host-link
-frames get the same treatment.
+as one write (a writev) at the end of that tick (`loop.call_soon`), like TCP_CORK for a
+tick: the headers and body of a plain response, or a WebSocket reply, leave in one
+segment. The delay is that of one ready-queue pass; flow control still acts on the real
+transport. A WebSocket upgrade hands this same transport to the WebSocket protocol, so
+host-link frames get the same treatment.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.http11 import Request as HandshakeRequest
 
 __all__ = [
-    "FRAME_SINK_EXTENSION",
+    "MESSAGE_SINK_EXTENSION",
     "CoalescingHttpToolsProtocol",
     "CoalescingTransport",
     "DirectMessageWebSocketProtocol",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # The scope extension through which a WebSocket app takes its messages directly.
-FRAME_SINK_EXTENSION = "rigway.message_sink"
+MESSAGE_SINK_EXTENSION = "rigway.message_sink"
 MessageSink = Callable[[str | bytes], None]
 
 
@@ -158,7 +158,7 @@ class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         scope = getattr(self, "scope", None)  # absent when the handshake was refused
         if scope is not None:
-            scope["extensions"][FRAME_SINK_EXTENSION] = self._take_messages
+            scope["extensions"][MESSAGE_SINK_EXTENSION] = self._take_messages
 
     def _take_messages(self, sink: MessageSink) -> None:
         held: list[Any] = []

@@ -18,7 +18,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from rigway.gateway.http_server import FRAME_SINK_EXTENSION, MessageSink
+from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION, MessageSink
 from rigway.protocol import Hello, Ping, Pong, Reply, Request, decode_frame, encode_text
 from rigway.protocol.framing import FramingError
 
@@ -115,7 +115,7 @@ class HostConnection:
         try:
             extensions = self._websocket.scope.get("extensions") or {}
             take_messages = cast(
-                "Callable[[MessageSink], None] | None", extensions.get(FRAME_SINK_EXTENSION)
+                "Callable[[MessageSink], None] | None", extensions.get(MESSAGE_SINK_EXTENSION)
             )
             if take_messages is not None:
                 take_messages(self._on_message)

@@ -215,6 +215,8 @@ class X11Accessibility:
                 bus_method("GetConnectionUnixProcessID", "s", (app,)),
             ]
         )
+        if pid is not None:
+            self._remember_pid(app, int(pid[0]))  # `_title` needs it too: asked once
         if address is None or pid is None or not str(address[0]):
             return None
         timeout_s = max(0.05, min(CONNECT_TIMEOUT_S, walk.deadline - time.monotonic()))
@@ -231,8 +233,8 @@ class X11Accessibility:
         return peer
 
     def _forget_peer(self, app: str) -> None:
-        """Close a peer that failed; unique bus names are never reused, so this
-        application is asked over the bus from now on."""
+        """Close a peer that failed; a unique bus name is not reused while the bus
+        lives, so this application is asked over the bus from now on."""
         self._close_peer(app)
         self._peers[app] = None
 
@@ -299,13 +301,16 @@ class X11Accessibility:
         """The pid behind an application's bus name; remembered, since a unique bus
         name is not reused while the bus lives (`_drop_bus` forgets them all)."""
         if app not in self._app_pids:
-            if len(self._app_pids) >= MAX_CACHED_APP_PIDS:
-                self._app_pids.clear()
             reply = walk.calls([bus_method("GetConnectionUnixProcessID", "s", (app,))])[0]
             if reply is None:
                 return None  # not remembered: the next walk asks again
-            self._app_pids[app] = int(reply[0])
+            self._remember_pid(app, int(reply[0]))
         return self._app_pids[app]
+
+    def _remember_pid(self, app: str, pid: int) -> None:
+        if app not in self._app_pids and len(self._app_pids) >= MAX_CACHED_APP_PIDS:
+            self._app_pids.clear()
+        self._app_pids[app] = pid
 
     def _x_active_window(self) -> int | None:
         def read(conn: Any) -> int | None:
