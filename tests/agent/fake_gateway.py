@@ -33,6 +33,8 @@ class AgentConnection:
     pongs: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     pings: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     agent_requests: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+    # Replies to no request this connection is waiting for.
+    stray_replies: list[dict[str, Any]] = field(default_factory=list)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     _pending: dict[str, asyncio.Future[GatewayReply]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -63,7 +65,9 @@ class AgentConnection:
         kind = header["t"]
         if kind == "res":
             waiter = self._pending.pop(header["id"], None)
-            if waiter is not None:
+            if waiter is None:
+                self.stray_replies.append(header)
+            else:
                 waiter.set_result(GatewayReply(header, bytes(payload), isinstance(frame, bytes)))
         elif kind == "ping":
             self.pings.put_nowait(header)
@@ -99,7 +103,13 @@ class FakeGateway:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[FakeGateway]:
         async with serve(
-            self._handler, "127.0.0.1", 0, compression=None, ping_interval=None
+            # The real gateway's cap on a host frame (rigway.agent.link.MAX_FRAME_BYTES).
+            self._handler,
+            "127.0.0.1",
+            0,
+            compression=None,
+            ping_interval=None,
+            max_size=64 << 20,
         ) as server:
             port = next(iter(server.sockets)).getsockname()[1]
             self.url = f"ws://127.0.0.1:{port}/v1/agent/connect"

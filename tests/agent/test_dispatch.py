@@ -181,6 +181,34 @@ async def test_capture_returns_body_and_jpeg(started: Rig) -> None:
     assert (captured.width, captured.native_width, captured.marked) == (160, 320, False)
 
 
+class RecordingResponder:
+    """Notes each answer and the thread it came from."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[dict[str, Any], bytes, str]] = []
+
+    def answer(self, body: dict[str, Any], payload: bytes) -> None:
+        self.answers.append((body, payload, threading.current_thread().name))
+
+
+async def test_capture_answers_from_the_screen_worker_before_returning(started: Rig) -> None:
+    responder = RecordingResponder()
+    body, jpeg = await started.dispatcher.handle(
+        ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 160}, responder
+    )
+    # The same reply, handed over on the screen worker: the link has sent it by now.
+    assert responder.answers == [(body, jpeg, "test-screen")]
+
+
+async def test_errors_and_other_ops_do_not_answer_early(started: Rig) -> None:
+    responder = RecordingResponder()
+    outside = {"session_id": "s1", "region": {"x": 300, "y": 0, "w": 100, "h": 10}}
+    with pytest.raises(HostOpError):
+        await started.dispatcher.handle(ops.SCREEN_CAPTURE, outside, responder)
+    await started.dispatcher.handle(ops.SCREEN_DIRTY, {"session_id": "s1"}, responder)
+    assert responder.answers == []
+
+
 async def test_capture_region_outside_is_invalid_request(started: Rig) -> None:
     error = await started.error(
         ops.SCREEN_CAPTURE, session_id="s1", region={"x": 300, "y": 0, "w": 100, "h": 10}

@@ -20,12 +20,13 @@ from rigway.agent.link import (
     LinkAuthError,
     LinkProtocolError,
     LinkUnavailableError,
+    _Responder,
     backoff_delay_s,
 )
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
-from rigway.protocol import PROTOCOL_VERSION, Hello, ops
+from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
 from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway
 from tests.agent.fakes import FakeApps, RecordingDesktop
 
@@ -380,3 +381,70 @@ async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(
         await link.stop()
         async with asyncio.timeout(10):
             await task
+
+
+async def test_a_capture_reply_queues_behind_a_send_waiting_for_the_gateway(
+    link: AgentLink, gateway: FakeGateway, agent: Agent
+) -> None:
+    """The screen worker's reply does not jump a send that waits on flow control, and
+    both frames arrive whole once the gateway reads again."""
+    connection = await gateway.next_connection()
+    await _start(connection)
+    connection.ws.transport.pause_reading()
+    ws = link._ws
+    assert ws is not None
+    big = bytes(32 << 20)  # past what the socket buffers hold
+    stuck = asyncio.create_task(link._send(ws, {"t": "res", "id": "big", "ok": True}, big))
+    await asyncio.sleep(0.05)
+    assert not stuck.done()  # waiting for the gateway to drain
+    buffered = ws.transport.get_write_buffer_size()
+    capture = asyncio.create_task(
+        connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 320})
+    )
+    await asyncio.sleep(0.2)
+    assert agent.desktop.grab_count == 1  # the capture ran; its reply waits its turn
+    assert ws.transport.get_write_buffer_size() == buffered
+    connection.ws.transport.resume_reading()
+    reply = await capture
+    async with asyncio.timeout(5):
+        await stuck
+    assert simplejpeg.decode_jpeg_header(reply.payload)[:2] == (180, 320)
+    assert connection.stray_replies == [{"t": "res", "id": "big", "ok": True}]
+
+
+async def test_an_answer_for_a_dropped_link_is_not_sent_on_the_next(
+    agent: Agent, gateway: FakeGateway
+) -> None:
+    link = agent.link(gateway.url)
+    task = asyncio.create_task(link.run())
+    first = await gateway.next_connection()
+    async with asyncio.timeout(5):
+        await link.wait_connected()
+    old_ws = link._ws
+    assert old_ws is not None
+    responder = _Responder(link, asyncio.get_running_loop(), old_ws, "g-old")
+    await first.drop()
+    second = await gateway.next_connection()
+    await asyncio.to_thread(responder.answer, {"width": 1}, b"jpeg")
+    await second.send({"t": "ping", "sent_at": 1.0})
+    async with asyncio.timeout(5):
+        await second.pongs.get()  # anything written before the pong has arrived
+    assert second.stray_replies == []
+    await link.stop()
+    await task
+
+
+async def test_an_undecodable_frame_closes_the_link_with_1007_and_nothing_after_runs(
+    link: AgentLink, gateway: FakeGateway, agent: Agent
+) -> None:
+    connection = await gateway.next_connection()
+    await _start(connection)
+    ws = connection.ws
+    ws.protocol.send_text(b"{not json")
+    after = {"t": "req", "id": "after", "op": ops.SCREEN_CAPTURE, "deadline_ms": 5000}
+    ws.protocol.send_text(encode_text({**after, "body": {"session_id": "s1"}}).encode())
+    ws.send_data()  # both frames in one write: one read parses them together
+    async with asyncio.timeout(5):
+        await connection.closed.wait()
+    assert ws.close_code == 1007
+    assert agent.desktop.grab_count == 0

@@ -25,14 +25,18 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
-from typing import Any, Final
+from collections.abc import AsyncIterator, Coroutine
+from functools import partial
+from typing import Any, Final, cast
 
 from pydantic import ValidationError
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
 
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
+from rigway.agent.link_connection import DirectClientConnection, Message
 from rigway.protocol import ops
 from rigway.protocol.framing import FramingError, decode_frame, encode_binary, encode_text
 from rigway.protocol.messages import Hello, Ping, Pong, Reply, Request, Welcome
@@ -104,6 +108,41 @@ def backoff_delay_s(attempt: int, initial_s: float, max_s: float, rng: random.Ra
     return ceiling / 2 + rng.uniform(0.0, ceiling / 2)
 
 
+class _Responder:
+    """Answers one gateway request from the thread that has the answer.
+
+    The screen worker calls `answer` right after an encode. The WebSocket frame is
+    built there, masking and all, and the event loop only writes it: one callback,
+    instead of waking the request's task to build and send the reply
+    (docs/decisions/0008-replies-from-the-screen-worker.md)."""
+
+    __slots__ = ("_link", "_loop", "_request_id", "_ws", "answered")
+
+    def __init__(
+        self,
+        link: AgentLink,
+        loop: asyncio.AbstractEventLoop,
+        ws: DirectClientConnection,
+        request_id: str,
+    ) -> None:
+        self._link = link
+        self._loop = loop
+        self._ws = ws
+        self._request_id = request_id
+        self.answered = False
+
+    def answer(self, body: dict[str, Any], payload: bytes) -> None:
+        message = {"t": "res", "id": self._request_id, "ok": True, "body": body}
+        # A client's frames are masked (RFC 6455 5.3); the frame is the library's own.
+        frame = Frame(Opcode.BINARY, encode_binary(message, payload)).serialize(mask=True)
+        self.answered = True
+        # A loop that closed meanwhile has nobody left to answer.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(
+                self._link._write_answer, self._ws, frame, message, payload
+            )
+
+
 class _Lanes:
     """One FIFO lock per session id, dropped when nobody uses it."""
 
@@ -156,12 +195,12 @@ class AgentLink:
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 (jitter only)
         self._stopping = asyncio.Event()
         self._connected = asyncio.Event()
-        self._ws: ClientConnection | None = None
+        self._ws: DirectClientConnection | None = None
         self._send_lock = asyncio.Lock()
         self._lanes = _Lanes()
         self._request_ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Reply]] = {}
-        self._request_tasks: set[asyncio.Task[None]] = set()
+        self._connection_tasks: set[asyncio.Task[None]] = set()
         self._background: set[asyncio.Task[Any]] = set()
         self._grace_task: asyncio.Task[None] | None = None
         self._last_heard = 0.0
@@ -255,8 +294,11 @@ class AgentLink:
                 ping_interval=None,
                 close_timeout=2.0,
                 user_agent_header=f"rigway-agent/{self._hello.agent_version}",
+                # Messages reach the link from the connection's reader, not a recv() task.
+                create_connection=DirectClientConnection,
             ) as ws:
-                await self._serve_connection(ws)
+                # What create_connection built (connect() is typed for the base class).
+                await self._serve_connection(cast(DirectClientConnection, ws))
         except InvalidStatus as exc:
             if exc.response.status_code in (401, 403):
                 raise LinkAuthError(
@@ -267,7 +309,7 @@ class AgentLink:
         except InvalidURI as exc:
             raise LinkConfigError(f"gateway URL {self._url!r} is not a WebSocket URL") from exc
 
-    async def _serve_connection(self, ws: ClientConnection) -> None:
+    async def _serve_connection(self, ws: DirectClientConnection) -> None:
         if self._stopping.is_set():
             # stop() ran while we were dialling, before it could see this socket.
             return
@@ -287,14 +329,14 @@ class AgentLink:
                 self._on_drop()
         _raise_if_fatal(ws.close_code, ws.close_reason)
 
-    async def _handshake(self, ws: ClientConnection) -> Welcome:
+    async def _handshake(self, ws: DirectClientConnection) -> Welcome:
         session_id = self._dispatcher.active_session_id
         hello = self._hello.model_copy(
             update={"open_session_ids": [] if session_id is None else [session_id]}
         )
         await ws.send(encode_text(hello.model_dump()))
         async with asyncio.timeout(self._open_timeout_s):
-            header, _ = decode_frame(await ws.recv())
+            header, _ = decode_frame(await ws.next_message())
         if header.get("t") != "welcome":
             raise _HandshakeError(f"expected welcome, got {header.get('t')!r}")
         return Welcome.model_validate(header)
@@ -312,20 +354,17 @@ class AgentLink:
         self._connected.set()
         _log.info("host link up: rig %s", welcome.rig_id)
 
-    async def _serve(self, ws: ClientConnection) -> None:
+    async def _serve(self, ws: DirectClientConnection) -> None:
         loop = asyncio.get_running_loop()
         self._last_heard = loop.time()
         heartbeat = asyncio.create_task(self._heartbeat(ws))
         try:
-            async for frame in ws:
-                self._last_heard = loop.time()
-                if not await self._on_frame(ws, frame):
-                    await ws.close(1007, "undecodable frame")
-                    break
+            ws.deliver_to(partial(self._on_message, ws))
+            await ws.wait_closed()
         finally:
             heartbeat.cancel()
-            tasks = [heartbeat, *self._request_tasks]
-            for task in self._request_tasks:
+            tasks = [heartbeat, *self._connection_tasks]
+            for task in self._connection_tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             for future in self._pending.values():
@@ -366,7 +405,7 @@ class AgentLink:
         task.add_done_callback(_log_background_failure)
         task.add_done_callback(self._background.discard)
 
-    async def _heartbeat(self, ws: ClientConnection) -> None:
+    async def _heartbeat(self, ws: DirectClientConnection) -> None:
         loop = asyncio.get_running_loop()
         while True:
             interval_s = self._heartbeat_interval_s
@@ -382,25 +421,38 @@ class AgentLink:
             # that stopped reading must not stop this loop from noticing the silence.
             self._send_soon(ws, Ping(sent_at=time.time()).model_dump())
 
-    def _send_soon(self, ws: ClientConnection, message: dict[str, Any]) -> None:
-        """Send without making the caller wait (heartbeats, pongs); cancelled with the
-        connection's other tasks when it drops."""
-        task = asyncio.create_task(self._send_quietly(ws, message))
-        self._request_tasks.add(task)
-        task.add_done_callback(self._request_tasks.discard)
+    def _send_soon(
+        self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+    ) -> None:
+        """Send without making the caller wait (heartbeats, pongs, queued answers);
+        cancelled with the connection's other tasks when it drops."""
+        self._spawn_for_connection(self._send_quietly(ws, message, payload))
 
-    async def _send_quietly(self, ws: ClientConnection, message: dict[str, Any]) -> None:
+    def _spawn_for_connection(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` in a task cancelled with the connection's others when it drops."""
+        task = asyncio.create_task(work)
+        self._connection_tasks.add(task)
+        task.add_done_callback(self._connection_tasks.discard)
+
+    async def _send_quietly(
+        self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+    ) -> None:
         with contextlib.suppress(ConnectionClosed):
-            await self._send(ws, message)
+            await self._send(ws, message, payload)
 
     # ---- frames ---------------------------------------------------------------------
 
-    async def _on_frame(self, ws: ClientConnection, frame: str | bytes) -> bool:
-        """Handle one frame; False when it cannot be decoded (the link then closes)."""
+    def _on_message(self, ws: DirectClientConnection, message: Message) -> bool:
+        """Handle one message, called from the connection's reader; False when it cannot
+        be decoded: the link then closes with 1007 and reads nothing more."""
+        self._last_heard = ws.loop.time()
         try:
-            header, _ = decode_frame(frame)
+            if isinstance(message, FramingError):
+                raise message
+            header, _ = decode_frame(message)
         except FramingError as exc:
             _log.warning("undecodable frame from the gateway: %s", exc)
+            self._spawn_for_connection(ws.close(1007, "undecodable frame"))
             return False
         kind = header.get("t")
         if kind == "req":
@@ -413,22 +465,20 @@ class AgentLink:
             except ValidationError:
                 _log.warning("malformed ping from the gateway dropped")
             else:
-                # Not awaited here: this loop must keep reading (and hearing) the peer.
+                # Not awaited: the reader must keep reading (and hearing) the peer.
                 self._send_soon(ws, Pong(sent_at=ping.sent_at).model_dump())
         elif kind != "pong":
             _log.debug("ignoring a %r frame", kind)
         return True
 
-    def _on_request(self, ws: ClientConnection, header: dict[str, Any]) -> None:
+    def _on_request(self, ws: DirectClientConnection, header: dict[str, Any]) -> None:
         try:
             request = Request.model_validate(header)
         except ValidationError:
             _log.warning("malformed request from the gateway dropped")
             return
         received_at = asyncio.get_running_loop().time()
-        task = asyncio.create_task(self._answer(ws, request, received_at))
-        self._request_tasks.add(task)
-        task.add_done_callback(self._request_tasks.discard)
+        self._spawn_for_connection(self._answer(ws, request, received_at))
 
     def _on_reply(self, header: dict[str, Any]) -> None:
         try:
@@ -440,10 +490,15 @@ class AgentLink:
         if future is not None and not future.done():
             future.set_result(reply)
 
-    async def _answer(self, ws: ClientConnection, request: Request, received_at: float) -> None:
+    async def _answer(
+        self, ws: DirectClientConnection, request: Request, received_at: float
+    ) -> None:
         payload: bytes | None = None
+        responder = _Responder(self, asyncio.get_running_loop(), ws, request.id)
         try:
-            body, payload = await self._run_op(request, received_at)
+            body, payload = await self._run_op(request, received_at, responder)
+            if responder.answered:
+                return
             reply: dict[str, Any] = {"t": "res", "id": request.id, "ok": True, "body": body}
         except HostOpError as exc:
             error = {"code": exc.code, "detail": exc.detail}
@@ -452,10 +507,10 @@ class AgentLink:
             await self._send(ws, reply, payload)
 
     async def _run_op(
-        self, request: Request, received_at: float
+        self, request: Request, received_at: float, responder: _Responder
     ) -> tuple[dict[str, Any], bytes | None]:
         if request.op not in ORDERED_OPS:
-            return await self._dispatcher.handle(request.op, request.body)
+            return await self._dispatcher.handle(request.op, request.body, responder)
         lane = str(request.body.get("session_id"))
         async with self._lanes.hold(lane):
             waited_s = asyncio.get_running_loop().time() - received_at
@@ -463,10 +518,25 @@ class AgentLink:
                 # The gateway already answered its caller 504; acting now would surprise
                 # a caller that may be retrying (a batch typed twice).
                 raise HostOpError(ops.ERROR_HOST, "deadline passed before the op could start")
-            return await self._dispatcher.handle(request.op, request.body)
+            return await self._dispatcher.handle(request.op, request.body, responder)
+
+    def _write_answer(
+        self, ws: DirectClientConnection, frame: bytes, message: dict[str, Any], payload: bytes
+    ) -> None:
+        """On the loop: write a frame a `_Responder` built on another thread."""
+        if ws is not self._ws or ws.protocol.state is not State.OPEN:
+            # The link dropped or is closing: the gateway failed this call with it.
+            return
+        if self._send_lock.locked() or ws.transport.get_write_buffer_size():
+            # A send is waiting for the gateway to read: queue behind it, so the
+            # reply keeps the library's flow control.
+            self._send_soon(ws, message, payload)
+            return
+        # A whole frame in one write: nothing the library sends can land inside it.
+        ws.transport.write(frame)
 
     async def _send(
-        self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
+        self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
     ) -> None:
         data: str | bytes = (
             encode_text(message) if payload is None else encode_binary(message, payload)

@@ -177,8 +177,13 @@ class ScreenService:
         self._cache: _CachedFrame | None = None
         self._watches: list[StreamWatch] = []
 
-    async def capture(self, params: CaptureParams) -> CapturedFrame:
-        return await self._run(self._capture, params)
+    async def capture(
+        self, params: CaptureParams, deliver: Callable[[CapturedFrame], None] | None = None
+    ) -> CapturedFrame:
+        """The frame for `params`. `deliver`, when given, receives it on the screen worker
+        the moment it exists, before the event loop hears of it: the link answers the
+        gateway from there (docs/decisions/0008-replies-from-the-screen-worker.md)."""
+        return await self._run(self._capture, params, deliver)
 
     async def take_dirty(self) -> ops.DirtyRects:
         return await self._run(self._take_dirty)
@@ -239,7 +244,15 @@ class ScreenService:
         if watch in self._watches:
             self._watches.remove(watch)
 
-    def _capture(self, params: CaptureParams) -> CapturedFrame:
+    def _capture(
+        self, params: CaptureParams, deliver: Callable[[CapturedFrame], None] | None
+    ) -> CapturedFrame:
+        frame = self._capture_frame(params)
+        if deliver is not None:
+            deliver(frame)
+        return frame
+
+    def _capture_frame(self, params: CaptureParams) -> CapturedFrame:
         started = time.perf_counter()
         width, height = self._desktop.native_size()
         _check_region(params.region, width, height)
