@@ -5,11 +5,12 @@ import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import simplejpeg
 from websockets.asyncio.server import serve
+from websockets.protocol import State
 
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.backends.base import WalkBudget
@@ -20,14 +21,14 @@ from rigway.agent.link import (
     LinkAuthError,
     LinkProtocolError,
     LinkUnavailableError,
-    _Responder,
     backoff_delay_s,
 )
+from rigway.agent.link_connection import DirectClientConnection
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
-from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway
+from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway
 from tests.agent.fakes import FakeApps, RecordingDesktop
 
 
@@ -383,13 +384,63 @@ async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(
             await task
 
 
+class LinkSpy:
+    """Counts the replies a link sends through its ordinary `_send`, and signals each
+    frame the screen worker hands to `_write_answer`."""
+
+    def __init__(self, link: AgentLink, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent_replies: list[str] = []
+        self.answers_written = asyncio.Event()
+        send, write_answer = link._send, link._write_answer
+
+        async def counting_send(
+            ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+        ) -> None:
+            if message.get("t") == "res":
+                self.sent_replies.append(message["id"])
+            await send(ws, message, payload)
+
+        def signalling_write(
+            ws: DirectClientConnection, frame: bytes, message: dict[str, Any], payload: bytes
+        ) -> None:
+            write_answer(ws, frame, message, payload)
+            self.answers_written.set()
+
+        monkeypatch.setattr(link, "_send", counting_send)
+        monkeypatch.setattr(link, "_write_answer", signalling_write)
+
+
+async def _settled(connection: AgentConnection) -> None:
+    """Everything the agent wrote before this has reached the fake gateway."""
+    await connection.send({"t": "ping", "sent_at": 1.0})
+    async with asyncio.timeout(5):
+        await connection.pongs.get()
+
+
+async def test_a_capture_reply_is_written_once_by_the_screen_worker(
+    link: AgentLink, gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    connection = await gateway.next_connection()
+    await _start(connection)
+    spy = LinkSpy(link, monkeypatch)
+    reply = await connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 320})
+    assert simplejpeg.decode_jpeg_header(reply.payload)[:2] == (180, 320)
+    assert spy.answers_written.is_set()
+    dirty = await connection.request(ops.SCREEN_DIRTY, {"session_id": "s1"})
+    await _settled(connection)
+    # Only the dirty read took the ordinary path; the capture was answered exactly once.
+    assert spy.sent_replies == [dirty.header["id"]]
+    assert connection.stray_replies == []
+
+
 async def test_a_capture_reply_queues_behind_a_send_waiting_for_the_gateway(
-    link: AgentLink, gateway: FakeGateway, agent: Agent
+    link: AgentLink, gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The screen worker's reply does not jump a send that waits on flow control, and
     both frames arrive whole once the gateway reads again."""
     connection = await gateway.next_connection()
     await _start(connection)
+    spy = LinkSpy(link, monkeypatch)
     connection.ws.transport.pause_reading()
     ws = link._ws
     assert ws is not None
@@ -401,9 +452,11 @@ async def test_a_capture_reply_queues_behind_a_send_waiting_for_the_gateway(
     capture = asyncio.create_task(
         connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 320})
     )
-    await asyncio.sleep(0.2)
-    assert agent.desktop.grab_count == 1  # the capture ran; its reply waits its turn
+    async with asyncio.timeout(5):
+        await spy.answers_written.wait()
+    # Queued behind the stuck send rather than added to the transport's buffer.
     assert ws.transport.get_write_buffer_size() == buffered
+    assert len(spy.sent_replies) == 2  # the big one, then the capture
     connection.ws.transport.resume_reading()
     reply = await capture
     async with asyncio.timeout(5):
@@ -412,26 +465,59 @@ async def test_a_capture_reply_queues_behind_a_send_waiting_for_the_gateway(
     assert connection.stray_replies == [{"t": "res", "id": "big", "ok": True}]
 
 
-async def test_an_answer_for_a_dropped_link_is_not_sent_on_the_next(
-    agent: Agent, gateway: FakeGateway
+class FakeTransport:
+    def __init__(self, buffered: int = 0) -> None:
+        self.buffered = buffered
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+
+@dataclass
+class FakeProtocol:
+    state: State
+
+
+@dataclass
+class FakeConnection:
+    transport: FakeTransport
+    protocol: FakeProtocol
+
+
+@pytest.mark.parametrize(
+    ("is_current", "state", "buffered", "written", "queued"),
+    [
+        pytest.param(True, State.OPEN, 0, True, False, id="open and idle: written"),
+        pytest.param(False, State.OPEN, 0, False, False, id="another connection: dropped"),
+        pytest.param(True, State.CLOSING, 0, False, False, id="closing: dropped"),
+        pytest.param(True, State.OPEN, 1, False, True, id="buffering: queued"),
+    ],
+)
+async def test_where_an_answer_from_the_worker_goes(
+    agent: Agent,
+    monkeypatch: pytest.MonkeyPatch,
+    is_current: bool,
+    state: State,
+    buffered: int,
+    written: bool,
+    queued: bool,
 ) -> None:
-    link = agent.link(gateway.url)
-    task = asyncio.create_task(link.run())
-    first = await gateway.next_connection()
-    async with asyncio.timeout(5):
-        await link.wait_connected()
-    old_ws = link._ws
-    assert old_ws is not None
-    responder = _Responder(link, asyncio.get_running_loop(), old_ws, "g-old")
-    await first.drop()
-    second = await gateway.next_connection()
-    await asyncio.to_thread(responder.answer, {"width": 1}, b"jpeg")
-    await second.send({"t": "ping", "sent_at": 1.0})
-    async with asyncio.timeout(5):
-        await second.pongs.get()  # anything written before the pong has arrived
-    assert second.stray_replies == []
-    await link.stop()
-    await task
+    link = agent.link("ws://127.0.0.1:9/v1/agent/connect")
+    connection = FakeConnection(FakeTransport(buffered), FakeProtocol(state))
+    ws = cast(DirectClientConnection, connection)
+    link._ws = ws if is_current else cast(DirectClientConnection, object())
+    queued_messages: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        link, "_send_soon", lambda _ws, message, payload=None: queued_messages.append(message)
+    )
+    message = {"t": "res", "id": "g1", "ok": True, "body": {}}
+    link._write_answer(ws, b"frame", message, b"jpeg")
+    assert connection.transport.writes == ([b"frame"] if written else [])
+    assert queued_messages == ([message] if queued else [])
 
 
 async def test_an_undecodable_frame_closes_the_link_with_1007_and_nothing_after_runs(

@@ -92,13 +92,36 @@ async def test_fragmented_messages_arrive_whole() -> None:
         assert await sink.wait_for(2) == ["abcdé", b"\x00\x01\x02"]
 
 
-async def test_a_message_in_too_many_fragments_is_unreadable() -> None:
+async def test_a_message_in_too_many_fragments_is_unreadable_and_its_rest_dropped() -> None:
     async def script(ws: ServerConnection) -> None:
-        await ws.send([b"x"] * (MAX_FRAGMENTS + 1))
+        await ws.send([b"x"] * (MAX_FRAGMENTS + 5))
+        await ws.send("after")
 
     async with connected(script) as client:
         with pytest.raises(FramingError, match="fragments"):
             await client.next_message()
+        sink = Collector()
+        client.deliver_to(sink)
+        assert await sink.wait_for(1) == ["after"]
+
+
+async def test_a_sink_that_raises_fails_the_connection_with_1011() -> None:
+    async def script(ws: ServerConnection) -> None:
+        await ws.recv()
+        send_in_one_write(ws, b"boom", b"unheard")
+
+    def exploding(message: Message) -> bool:
+        heard.append(message)
+        raise RuntimeError("a bug in the link")
+
+    heard: list[Message] = []
+    async with connected(script) as client:
+        client.deliver_to(exploding)
+        await client.send("go")
+        async with asyncio.timeout(5):
+            await client.wait_closed()
+        assert heard == ["boom"]
+        assert client.close_code == 1011
 
 
 async def test_text_that_is_not_utf8_is_unreadable_both_ways() -> None:

@@ -3,7 +3,7 @@
 `Dispatcher.handle(op, body, responder)` returns `(reply_body, jpeg_or_None)` or raises
 `HostOpError(code, detail)`; the link turns either into a `res` frame. A screen capture
 also hands its reply to the `Responder` from the screen worker, the moment the encode
-ends; the link then has sent it already when `handle` returns. Errors:
+ends, before `handle` returns; the link then sends nothing more for it. Errors:
 
     HostOpError
       invalid_request   the body does not parse, a region outside the desktop, a path

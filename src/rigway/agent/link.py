@@ -433,6 +433,7 @@ class AgentLink:
         task = asyncio.create_task(work)
         self._connection_tasks.add(task)
         task.add_done_callback(self._connection_tasks.discard)
+        task.add_done_callback(_log_background_failure)
 
     async def _send_quietly(
         self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
@@ -501,6 +502,10 @@ class AgentLink:
                 return
             reply: dict[str, Any] = {"t": "res", "id": request.id, "ok": True, "body": body}
         except HostOpError as exc:
+            if responder.answered:
+                # Its reply is on its way; a second one for the same id would contradict it.
+                _log.warning("%s failed after it had answered: %s", request.op, exc)
+                return
             error = {"code": exc.code, "detail": exc.detail}
             reply = {"t": "res", "id": request.id, "ok": False, "error": error}
         with contextlib.suppress(ConnectionClosed):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -28,6 +29,8 @@ from websockets.protocol import Event
 from rigway.protocol.framing import FramingError
 
 __all__ = ["MAX_FRAGMENTS", "DirectClientConnection", "Message", "MessageSink"]
+
+_log = logging.getLogger(__name__)
 
 # The protocol bounds a fragmented message's bytes (max_size); this bounds its pieces,
 # which could otherwise be empty and many. The gateway never fragments.
@@ -49,6 +52,9 @@ class DirectClientConnection(ClientConnection):
         self._held: collections.deque[Message] = collections.deque()
         self._held_waiter: asyncio.Future[None] | None = None
         self._fragments: list[Frame] = []
+        # Past MAX_FRAGMENTS: the rest of that message is dropped, up to its last frame.
+        self._dropping_fragments = False
+        self._closing: asyncio.Task[None] | None = None
 
     def deliver_to(self, sink: MessageSink) -> None:
         """From now on, every message goes to `sink` the moment it is parsed; the
@@ -60,6 +66,8 @@ class DirectClientConnection(ClientConnection):
     async def next_message(self) -> str | bytes:
         """The next held message (before `deliver_to`): raises ConnectionClosed when the
         connection ends first, FramingError for a message that cannot be read."""
+        if self._sink is not None:
+            raise RuntimeError("messages go to the sink: next_message() would never return")
         while not self._held:
             if self.connection_lost_waiter.done():
                 raise self.close_exc
@@ -99,15 +107,27 @@ class DirectClientConnection(ClientConnection):
 
     def _deliver(self, message: Message) -> None:
         assert self._sink is not None
-        if self._delivering:
+        if not self._delivering:
+            return
+        try:
             self._delivering = self._sink(message)
+        except Exception:
+            # Escaping data_received, it would drop the socket without a close frame and
+            # lose the rest of this read: fail the connection as a broken app would.
+            _log.exception("the host link failed on a message from the gateway")
+            self._delivering = False
+            self._closing = asyncio.ensure_future(self.close(1011, "internal error"))
 
     def _assemble(self, frame: Frame) -> Message | None:
         """The whole message once its last frame is here, else None."""
+        if self._dropping_fragments:
+            self._dropping_fragments = not frame.fin
+            return None
         if not frame.fin or self._fragments:
             self._fragments.append(frame)
             if len(self._fragments) > MAX_FRAGMENTS:
                 self._fragments = []
+                self._dropping_fragments = not frame.fin
                 return FramingError(f"a message in more than {MAX_FRAGMENTS} fragments")
             if not frame.fin:
                 return None
