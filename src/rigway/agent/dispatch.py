@@ -77,6 +77,10 @@ class Responder(Protocol):
     def answer(self, body: dict[str, Any], payload: bytes) -> None: ...
 
 
+# An op's handler: the request body, and where a reply may go early (`Responder`).
+_Handler = Callable[[dict[str, Any], Responder | None], Awaitable[Reply]]
+
+
 class HostOpError(Exception):
     def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(f"{code}: {detail}" if detail else code)
@@ -121,10 +125,9 @@ class Dispatcher:
         self._session: _Session | None = None
         self._lifecycle_lock = asyncio.Lock()
         self._lifecycle_tasks: set[asyncio.Task[Any]] = set()
-        self._handlers: dict[str, Callable[[dict[str, Any]], Awaitable[Reply]]] = {
+        answers_only_by_returning: dict[str, Callable[[dict[str, Any]], Awaitable[Reply]]] = {
             ops.SESSION_START: self._session_start,
             ops.SESSION_END: self._session_end,
-            ops.SCREEN_CAPTURE: self._screen_capture,
             ops.SCREEN_DIRTY: self._screen_dirty,
             ops.SCREEN_DIRTY_RETURN: self._screen_dirty_return,
             ops.A11Y_TARGETS: self._a11y_targets,
@@ -136,6 +139,10 @@ class Dispatcher:
             ops.STREAM_CANDIDATE: self._stream_candidate,
             ops.STREAM_CLOSE: self._stream_close,
         }
+        self._handlers: dict[str, _Handler] = {
+            op: _ignoring_responder(handler) for op, handler in answers_only_by_returning.items()
+        }
+        self._handlers[ops.SCREEN_CAPTURE] = self._screen_capture
 
     @property
     def active_session_id(self) -> str | None:
@@ -150,9 +157,7 @@ class Dispatcher:
         if handler is None:
             raise HostOpError(ops.ERROR_UNKNOWN_OP, f"unknown op {op!r}")
         try:
-            if op == ops.SCREEN_CAPTURE:
-                return await self._screen_capture(body, responder)
-            return await handler(body)
+            return await handler(body, responder)
         except HostOpError:
             raise
         except Exception as exc:
@@ -290,9 +295,7 @@ class Dispatcher:
 
     # ---- screen and targets ----------------------------------------------------------
 
-    async def _screen_capture(
-        self, body: dict[str, Any], responder: Responder | None = None
-    ) -> Reply:
+    async def _screen_capture(self, body: dict[str, Any], responder: Responder | None) -> Reply:
         request = _parse(ops.ScreenCapture, body)
         self._require_session(request.session_id)
         marks = await self._current_marks() if request.mark else ()
@@ -435,6 +438,15 @@ def _parse(model: type[_ModelT], body: dict[str, Any]) -> _ModelT:
             for error in exc.errors()[:5]
         )
         raise HostOpError(ops.ERROR_INVALID_REQUEST, problems) from exc
+
+
+def _ignoring_responder(handler: Callable[[dict[str, Any]], Awaitable[Reply]]) -> _Handler:
+    """A handler whose reply only ever returns, in the table's shape."""
+
+    def handle(body: dict[str, Any], _responder: Responder | None) -> Awaitable[Reply]:
+        return handler(body)
+
+    return handle
 
 
 def _answer_with_frame(responder: Responder, frame: CapturedFrame) -> None:
