@@ -9,6 +9,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from rigway.gateway import http_server
 from rigway.gateway.desktop.fast_lane import ScreenshotFastLane, parse_screen_query
 from rigway.gateway.desktop.service import ScreenParams
 from rigway.gateway.keys.schemas import CreateKeyIn
@@ -201,3 +202,31 @@ async def test_an_unexpected_error_is_a_500_with_a_request_id(
     assert response.status_code == 500
     assert response.json() == {"error": "internal_error"}
     assert response.headers["x-request-id"].startswith("req_")
+
+
+# ---- answered from the host's reply ----------------------------------------------------------
+
+
+async def test_the_lane_answers_from_the_hosts_reply_under_the_gateways_server(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answered: list[tuple[int, bool]] = []
+    answer_now = http_server.answer_now
+
+    def recording_answer_now(cycle: Any, status: int, headers: Any, body: Any) -> bool:
+        sent = answer_now(cycle, status, headers, body)
+        answered.append((status, sent))
+        return sent
+
+    monkeypatch.setattr(http_server, "answer_now", recording_answer_now)
+    session_id = await stack.start_session()
+    url = f"/v1/sessions/{session_id}/screenshot"
+    early = await stack.client.get(url, params={"max_width": 640})
+    assert answered == [(200, True)]
+    route = await stack.client.get(url, params={"max_width": 640, **VIA_ROUTE})
+    _same_answer(early, route)
+    assert early.content[:2] == b"\xff\xd8"
+    assert len(early.content) == int(early.headers["content-length"])
+    missing = await stack.client.get("/v1/sessions/ses_000000000000000000000000/screenshot")
+    assert missing.status_code == 404  # errors still go the ASGI way
+    assert answered == [(200, True)]

@@ -14,20 +14,39 @@ tick: the headers and body of a plain response, or a WebSocket reply, leave in o
 segment. The delay is that of one ready-queue pass; flow control still acts on the real
 transport. A WebSocket upgrade hands this same transport to the WebSocket protocol, so
 host-link frames get the same treatment.
+
+Two scope extensions give the host link's hot path a way around the ASGI layers, each
+where a screenshot's reply would otherwise wait for a task to wake
+(docs/decisions/0009-screenshot-answered-from-the-reply.md):
+- `rigway.message_sink` (WebSocket): host-link messages by a plain call from
+  `data_received` (`DirectMessageWebSocketProtocol`);
+- `rigway.answer_now` (HTTP): a whole fixed-length response written at once, from
+  any callback, as the request's ASGI `send` would have written it
+  (`CoalescingHttpToolsProtocol`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any, cast
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    HttpToolsProtocol,
+    RequestResponseCycle,
+)
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.http11 import Request as HandshakeRequest
 
 __all__ = [
+    "ANSWER_NOW_EXTENSION",
     "MESSAGE_SINK_EXTENSION",
+    "AnswerNow",
     "CoalescingHttpToolsProtocol",
     "CoalescingTransport",
     "DirectMessageWebSocketProtocol",
@@ -37,6 +56,10 @@ __all__ = [
 # The scope extension through which a WebSocket app takes its messages directly.
 MESSAGE_SINK_EXTENSION = "rigway.message_sink"
 MessageSink = Callable[[str | bytes], None]
+
+# The HTTP scope extension that writes a whole response at once; see `answer_now`.
+ANSWER_NOW_EXTENSION = "rigway.answer_now"
+AnswerNow = Callable[[int, Sequence[tuple[bytes, bytes]], bytes | memoryview], bool]
 
 
 class CoalescingTransport(asyncio.Transport):
@@ -128,10 +151,84 @@ class CoalescingTransport(asyncio.Transport):
 
 
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):
-    """httptools parsing as uvicorn does it, writing through `CoalescingTransport`."""
+    """httptools parsing as uvicorn does it, writing through `CoalescingTransport`, with
+    `rigway.answer_now` in each request's scope."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescingTransport(transport, self.loop))
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        cycle = self.cycle
+        # An upgrade (the host link's WebSocket) creates no cycle for this scope.
+        if cycle is not None and cycle.scope is self.scope:
+            # A callable, as `rigway.message_sink` is, where ASGI's own would be a dict.
+            extensions = cast("dict[str, Any]", self.scope.setdefault("extensions", {}))
+            extensions[ANSWER_NOW_EXTENSION] = partial(answer_now, cycle)
+
+
+def answer_now(
+    cycle: RequestResponseCycle,
+    status: int,
+    headers: Sequence[tuple[bytes, bytes]],
+    body: bytes | memoryview,
+) -> bool:
+    """Write a whole response to `cycle`'s request now, as its ASGI `send` would have
+    over two messages, and complete the cycle; the app then returns without sending.
+
+    For a caller that is not the request's task: the host link's reply callback answers
+    a screenshot from there instead of waking the task to run the same code through the
+    ASGI layers. `headers` are the app's own, without content-length or connection,
+    which this adds. False, with nothing written, when the response cannot go now: one
+    already started, the client left, the transport is paused on a slow reader (`send`
+    waits for it), or a HEAD request; the app then answers through `send` as usual.
+    """
+    if (
+        cycle.response_started
+        or cycle.disconnected
+        or cycle.flow.write_paused
+        or cycle.scope["method"] == "HEAD"
+    ):
+        return False
+    all_headers = (*cycle.default_headers, *headers, (b"content-length", b"%d" % len(body)))
+    # uvicorn's own checks, so that no header can end the head early or split it, in
+    # one search over all names and one over all values: each joiner is a character
+    # its pattern allows ("-" in a name, a tab in a value).
+    if HEADER_RE.search(b"-".join(name for name, _ in all_headers)) or HEADER_VALUE_RE.search(
+        b"\t".join(value for _, value in all_headers)
+    ):
+        bad = next(
+            name
+            for name, value in all_headers
+            if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value)
+        )
+        raise ValueError(f"invalid HTTP header {bad!r}")
+    head = [STATUS_LINE[status]]
+    for name, value in all_headers:
+        head += (name.lower(), b": ", value, b"\r\n")
+    if not cycle.keep_alive:
+        head.append(b"connection: close\r\n")
+    head.append(b"\r\n")
+    cycle.response_started = cycle.response_complete = True
+    cycle.waiting_for_100_continue = False
+    if cycle.access_log:
+        cycle.access_logger.info(
+            '%s - "%s %s HTTP/%s" %d',
+            get_client_addr(cycle.scope),
+            cycle.scope["method"],
+            get_path_with_query_string(cycle.scope),
+            cycle.scope["http_version"],
+            status,
+        )
+    transport = cycle.transport
+    transport.writelines((b"".join(head), body))
+    if isinstance(transport, CoalescingTransport):
+        transport.flush()  # now: the point is not to wait for another tick
+    cycle.message_event.set()  # a `receive()` waiting for the body learns it is over
+    if not cycle.keep_alive:
+        transport.close()
+    cycle.on_response()
+    return True
 
 
 class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):

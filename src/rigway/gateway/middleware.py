@@ -72,9 +72,15 @@ class RequestIdMiddleware:
         await self.app(scope, receive, with_request_id(send))
 
 
-def with_request_id(send: Send) -> Send:
-    """`send` that adds a fresh `X-Request-Id` to the response it starts."""
-    request_id = f"req_{secrets.token_hex(8)}".encode()
+def new_request_id() -> bytes:
+    return f"req_{secrets.token_hex(8)}".encode()
+
+
+def with_request_id(send: Send, request_id: bytes | None = None) -> Send:
+    """`send` that adds `X-Request-Id` (`request_id`, else a fresh one) to the response
+    it starts."""
+    if request_id is None:
+        request_id = new_request_id()
 
     async def send_with_id(message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -1,16 +1,31 @@
-"""The gateway's end of a host link against a host that stops reading."""
+"""The gateway's end of a host link: deadlines against a host that stops reading, and
+replies heard as they are read."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
 from starlette.websockets import WebSocket
 
-from rigway.gateway.hostlink.connection import HostConnection, HostTimeoutError
-from rigway.protocol import PROTOCOL_VERSION, Hello, Request, decode_frame
+from rigway.gateway.hostlink.connection import (
+    HostConnection,
+    HostOpError,
+    HostReply,
+    HostTimeoutError,
+)
+from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION
+from rigway.protocol import (
+    PROTOCOL_VERSION,
+    Hello,
+    Request,
+    decode_frame,
+    encode_binary,
+    encode_text,
+)
 
 
 class DeafHostSocket:
@@ -36,7 +51,7 @@ class DeafHostSocket:
         return None
 
 
-def _connection(socket: DeafHostSocket) -> HostConnection:
+def _connection(socket: DeafHostSocket | HearingHostSocket) -> HostConnection:
     hello = Hello(protocol=PROTOCOL_VERSION, agent_version="test", native_width=8, native_height=8)
 
     async def no_agent_requests(*_args: object) -> dict[str, Any]:
@@ -79,3 +94,93 @@ async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
         body,
     )
     assert bytes(payload) == b""
+
+
+# ---- a reply callback: the reply as it is read ---------------------------------------------
+
+
+class HearingHostSocket:
+    """A WebSocket whose sends return at once and whose messages the test delivers
+    through the server's direct way in (`rigway.message_sink`)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self._sink: Callable[[str | bytes], None] | None = None
+        self._closed = asyncio.Event()
+        self.scope = {"extensions": {MESSAGE_SINK_EXTENSION: self._take_messages}}
+
+    def _take_messages(self, sink: Callable[[str | bytes], None]) -> None:
+        self._sink = sink
+
+    def deliver(self, message: str | bytes) -> None:
+        assert self._sink is not None, "the connection has not taken its messages"
+        self._sink(message)
+
+    async def send_text(self, text: str) -> None:
+        self.sent.append(text)
+
+    async def receive(self) -> dict[str, Any]:
+        await self._closed.wait()
+        return {"type": "websocket.disconnect", "code": 1000}
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        self._closed.set()
+
+
+async def _sent_request_id(socket: HearingHostSocket, count: int) -> str:
+    async with asyncio.timeout(2):
+        while len(socket.sent) < count:
+            await asyncio.sleep(0)
+    request_id: str = decode_frame(socket.sent[count - 1])[0]["id"]
+    return request_id
+
+
+async def test_a_reply_callback_hears_a_reply_before_its_request_returns() -> None:
+    socket = HearingHostSocket()
+    connection = _connection(socket)
+    serving = asyncio.create_task(connection.serve())
+    heard: list[tuple[dict[str, Any], bytes, bool]] = []
+
+    def on_reply(reply: HostReply) -> None:
+        heard.append((reply.body, bytes(reply.payload), request.done()))
+
+    request = asyncio.create_task(connection.request("screen/capture", {}, 5.0, on_reply))
+    request_id = await _sent_request_id(socket, 1)
+    socket.deliver(
+        encode_binary({"t": "res", "id": request_id, "ok": True, "body": {"w": 8}}, b"J")
+    )
+    assert heard == [({"w": 8}, b"J", False)]  # during the delivery, the task not yet woken
+    reply = await request
+    assert (reply.body, bytes(reply.payload)) == ({"w": 8}, b"J")
+    await connection.close()
+    await serving
+
+
+async def test_a_failing_reply_callback_leaves_the_reply_and_the_link(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    socket = HearingHostSocket()
+    connection = _connection(socket)
+    serving = asyncio.create_task(connection.serve())
+
+    def broken(_reply: HostReply) -> None:
+        raise RuntimeError("a bug")
+
+    request = asyncio.create_task(connection.request("screen/capture", {}, 5.0, broken))
+    socket.deliver(encode_text({"t": "res", "id": await _sent_request_id(socket, 1), "ok": True}))
+    assert (await request).body == {}
+    assert "a reply callback for rig_test failed" in caplog.text
+    heard: list[HostReply] = []
+    request = asyncio.create_task(connection.request("screen/dirty", {}, 5.0, heard.append))
+    error = {"code": "host_error", "detail": "no"}
+    socket.deliver(
+        encode_text(
+            {"t": "res", "id": await _sent_request_id(socket, 2), "ok": False, "error": error}
+        )
+    )
+    with pytest.raises(HostOpError):
+        await request
+    assert heard == []  # an error reply is its request's to raise, not the callback's
+    assert connection.is_open
+    await connection.close()
+    await serving

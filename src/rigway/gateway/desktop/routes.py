@@ -87,24 +87,29 @@ async def screenshot(
 
 
 def screenshot_response(shot: Screenshot) -> Response:
-    return Response(
-        content=shot.jpeg,
-        media_type="image/jpeg",
-        headers={
-            "X-Screenshot-Width": str(shot.reply.width),
-            "X-Screenshot-Height": str(shot.reply.height),
-            "X-Screenshot-Native-Width": str(shot.reply.native_width),
-            "X-Screenshot-Native-Height": str(shot.reply.native_height),
-            "Cache-Control": "no-store",
-            # The host's own capture+encode time (desc "cached" when it served its last
-            # JPEG without capturing) and the host link round trip, so callers can see
-            # the gateway's share.
-            "Server-Timing": (
-                f"host-jpeg;dur={shot.reply.host_jpeg_ms:.2f}{_CACHED if shot.reply.cached else ''}"
-                f", link;dur={shot.link_ms:.2f}"
-            ),
-        },
+    response = Response(content=shot.jpeg, media_type="image/jpeg")
+    response.raw_headers += screenshot_headers(shot)
+    return response
+
+
+def screenshot_headers(shot: Screenshot) -> list[tuple[bytes, bytes]]:
+    """A screenshot's own headers, beside its content type and length."""
+    reply = shot.reply
+    # The host's own capture+encode time (desc "cached" when it served its last JPEG
+    # without capturing) and the host link round trip, so callers can see the
+    # gateway's share.
+    timing = (
+        f"host-jpeg;dur={reply.host_jpeg_ms:.2f}{_CACHED if reply.cached else ''}"
+        f", link;dur={shot.link_ms:.2f}"
     )
+    return [
+        (b"x-screenshot-width", b"%d" % reply.width),
+        (b"x-screenshot-height", b"%d" % reply.height),
+        (b"x-screenshot-native-width", b"%d" % reply.native_width),
+        (b"x-screenshot-native-height", b"%d" % reply.native_height),
+        (b"cache-control", b"no-store"),
+        (b"server-timing", timing.encode()),
+    ]
 
 
 @router.get("/v1/sessions/{session_id}/dirty", response_model=DirtyOut, responses=_SCREEN_ERRORS)

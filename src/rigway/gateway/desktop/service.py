@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +36,7 @@ from rigway.gateway.hostlink.connection import (
     HostReply,
     HostTimeoutError,
     HostUnavailableError,
+    ReplyCallback,
 )
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.sessions.live import LiveSession
@@ -120,13 +122,21 @@ class DesktopService:
         self._settings = settings
 
     async def _call(
-        self, live: LiveSession, op: str, body: dict[str, Any], timeout_s: float, what: str
+        self,
+        live: LiveSession,
+        op: str,
+        body: dict[str, Any],
+        timeout_s: float,
+        what: str,
+        on_reply: ReplyCallback | None = None,
     ) -> HostReply:
         connection: HostConnection | None = self._registry.get(live.rig_id)
         if connection is None:
             raise HostError("the host is not connected")
         try:
-            return await connection.request(op, {"session_id": live.id, **body}, timeout_s)
+            return await connection.request(
+                op, {"session_id": live.id, **body}, timeout_s, on_reply
+            )
         except HostOpError as exc:
             if exc.code == ops.ERROR_SESSION_MISMATCH:
                 # The host no longer runs it: make the record agree with the 410.
@@ -151,9 +161,14 @@ class DesktopService:
         *,
         mark: bool = False,
         counts_as_activity: bool = True,
+        on_shot: Callable[[Screenshot], None] | None = None,
     ) -> Screenshot:
         """`counts_as_activity=False` for the owner's console peek: only the API
-        caller's own screenshots, observes and input keep a session alive."""
+        caller's own screenshots, observes and input keep a session alive.
+
+        `on_shot`, when given, gets the screenshot by a plain call as the host's reply
+        is read, before this coroutine resumes: the fast lane answers its HTTP request
+        from there (docs/decisions/0009-screenshot-answered-from-the-reply.md)."""
         self.check_region(live, params.region)
         body = ops.ScreenCapture(
             session_id=live.id,
@@ -163,13 +178,27 @@ class DesktopService:
             mark=mark,
         ).model_dump(exclude={"session_id"})
         started = time.perf_counter()
+        shot: Screenshot | None = None
+
+        def take(reply: HostReply) -> None:
+            nonlocal shot
+            try:
+                captured = ops.ScreenCaptured.model_validate(reply.body)
+            except ValidationError:
+                return  # the 502 below, from this coroutine
+            shot = Screenshot(reply.payload, captured, (time.perf_counter() - started) * 1000)
+            if on_shot is not None:
+                on_shot(shot)
+
         reply = await self._call(
-            live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"
+            live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot", take
         )
-        link_ms = (time.perf_counter() - started) * 1000
         if counts_as_activity:
             self._sessions.record_activity(live)
-        return Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
+        if shot is None:  # `take` could not read it: `_parse_reply` says why, as a 502
+            link_ms = (time.perf_counter() - started) * 1000
+            shot = Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
+        return shot
 
     async def dirty(self, live: LiveSession) -> DirtyOut:
         reply = await self._call(

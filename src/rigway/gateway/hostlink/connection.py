@@ -33,6 +33,9 @@ class HostReply:
     payload: memoryview  # into the frame it came in
 
 
+ReplyCallback = Callable[[HostReply], None]
+
+
 class HostTimeoutError(Exception):
     """The host did not answer before the deadline."""
 
@@ -68,6 +71,7 @@ class HostConnection:
         self._monotonic = monotonic
         self._on_agent_request = on_agent_request
         self._pending: dict[str, asyncio.Future[HostReply]] = {}
+        self._reply_callbacks: dict[str, ReplyCallback] = {}
         self._ids = itertools.count(1)
         self._send_lock = asyncio.Lock()
         self._last_heard = monotonic()
@@ -79,12 +83,25 @@ class HostConnection:
     def is_open(self) -> bool:
         return not self._closed.is_set() and not self._undecodable
 
-    async def request(self, op: str, body: dict[str, Any], timeout_s: float) -> HostReply:
+    async def request(
+        self,
+        op: str,
+        body: dict[str, Any],
+        timeout_s: float,
+        on_reply: ReplyCallback | None = None,
+    ) -> HostReply:
+        """The host's reply to `op`. `on_reply`, when given, gets a successful reply
+        first, by a plain call as the frame is read, before this task wakes: the
+        screenshot lane answers its HTTP request from there
+        (docs/decisions/0009-screenshot-answered-from-the-reply.md). What it raises
+        is logged and leaves the reply to this call's return."""
         if not self.is_open:
             raise HostUnavailableError("the host link is closed")
         request_id = f"g{next(self._ids)}"
         waiter: asyncio.Future[HostReply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = waiter
+        if on_reply is not None:
+            self._reply_callbacks[request_id] = on_reply
         # The `Request` frame, built as the dict it dumps to: validating what this
         # gateway itself wrote only to dump it again cost a model round trip per call.
         message = {
@@ -104,6 +121,7 @@ class HostConnection:
             raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
         finally:
             self._pending.pop(request_id, None)
+            self._reply_callbacks.pop(request_id, None)
 
     async def serve(self) -> None:
         """Run until the link closes; fails every pending request when it does.
@@ -182,8 +200,16 @@ class HostConnection:
         waiter = self._pending.get(reply.id)
         if waiter is None or waiter.done():
             return
+        on_reply = self._reply_callbacks.pop(reply.id, None)
         if reply.ok:
-            waiter.set_result(HostReply(reply.body, payload))
+            result = HostReply(reply.body, payload)
+            if on_reply is not None:
+                try:
+                    on_reply(result)
+                except Exception:
+                    # Its caller still gets the reply; the link must go on reading.
+                    logger.exception("a reply callback for %s failed", self.rig_id)
+            waiter.set_result(result)
         else:
             error = reply.error
             code, detail = (error.code, error.detail) if error is not None else ("host_error", "")
@@ -231,6 +257,7 @@ class HostConnection:
             if not waiter.done():
                 waiter.set_exception(HostUnavailableError("the host link closed"))
         self._pending.clear()
+        self._reply_callbacks.clear()
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
