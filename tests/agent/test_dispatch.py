@@ -209,6 +209,38 @@ async def test_errors_and_other_ops_do_not_answer_early(started: Rig) -> None:
     assert responder.answers == []
 
 
+async def test_start_has_a_capture_on_the_screen_worker_before_it_returns(
+    started: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grabbing = threading.Event()
+    grab = started.desktop.grab
+
+    def noting_grab() -> Any:
+        grabbing.set()
+        return grab()
+
+    monkeypatch.setattr(started.desktop, "grab", noting_grab)
+    reply = started.dispatcher.start(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 160})
+    # The loop has not run a step since: only the worker could have begun the grab.
+    assert grabbing.wait(timeout=5)
+    body, jpeg = await reply
+    assert body["width"] == 160
+    assert jpeg is not None
+    assert jpeg[:2] == b"\xff\xd8"
+
+
+async def test_start_never_raises_its_awaitable_does(started: Rig) -> None:
+    unknown = started.dispatcher.start("screen/nonsense", {})
+    mismatch = started.dispatcher.start(ops.SCREEN_CAPTURE, {"session_id": "s2"})
+    invalid = started.dispatcher.start(ops.SCREEN_CAPTURE, {"session_id": "s1", "quality": 1})
+    codes = []
+    for reply in (unknown, mismatch, invalid):
+        with pytest.raises(HostOpError) as caught:
+            await reply
+        codes.append(caught.value.code)
+    assert codes == [ops.ERROR_UNKNOWN_OP, ops.ERROR_SESSION_MISMATCH, ops.ERROR_INVALID_REQUEST]
+
+
 async def test_capture_region_outside_is_invalid_request(started: Rig) -> None:
     error = await started.error(
         ops.SCREEN_CAPTURE, session_id="s1", region={"x": 300, "y": 0, "w": 100, "h": 10}

@@ -401,7 +401,10 @@ class LinkSpy:
             await send(ws, message, payload)
 
         def signalling_write(
-            ws: DirectClientConnection, frame: bytes, message: dict[str, Any], payload: bytes
+            ws: DirectClientConnection,
+            frame: list[bytes],
+            message: dict[str, Any],
+            payload: bytes,
         ) -> None:
             write_answer(ws, frame, message, payload)
             self.answers_written.set()
@@ -470,8 +473,8 @@ class FakeTransport:
         self.buffered = buffered
         self.writes: list[bytes] = []
 
-    def write(self, data: bytes) -> None:
-        self.writes.append(data)
+    def writelines(self, buffers: list[bytes]) -> None:
+        self.writes.append(b"".join(buffers))
 
     def get_write_buffer_size(self) -> int:
         return self.buffered
@@ -515,8 +518,8 @@ async def test_where_an_answer_from_the_worker_goes(
         link, "_send_soon", lambda _ws, message, payload=None: queued_messages.append(message)
     )
     message = {"t": "res", "id": "g1", "ok": True, "body": {}}
-    link._write_answer(ws, b"frame", message, b"jpeg")
-    assert connection.transport.writes == ([b"frame"] if written else [])
+    link._write_answer(ws, [b"fr", b"ame"], message, b"jpeg")
+    assert connection.transport.writes == ([b"frame"] if written else [])  # as one write
     assert queued_messages == ([message] if queued else [])
 
 

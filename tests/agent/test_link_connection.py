@@ -1,17 +1,26 @@
-"""DirectClientConnection against a real websockets server on 127.0.0.1."""
+"""DirectClientConnection against a real websockets server on 127.0.0.1, and the
+client frames the screen worker builds, read back by the library's parser."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import Frame, Opcode
+from websockets.streams import StreamReader
 
-from rigway.agent.link_connection import MAX_FRAGMENTS, DirectClientConnection, Message
+from rigway.agent.link_connection import (
+    MAX_FRAGMENTS,
+    DirectClientConnection,
+    Message,
+    masked_binary_frame,
+)
 from rigway.protocol.framing import FramingError
 
 Script = Callable[[ServerConnection], Awaitable[None]]
@@ -160,3 +169,48 @@ async def test_next_message_raises_when_the_peer_closes_first() -> None:
         with pytest.raises(ConnectionClosed):
             await client.next_message()
         assert client.close_code == 4409
+
+
+# ---- a client's binary frame from parts ------------------------------------------------------
+
+
+def _parsed(frame: list[bytes]) -> Frame:
+    """`frame` read back by the library's own parser, as a server reads a client."""
+    reader = StreamReader()
+    reader.feed_data(b"".join(frame))
+    reader.feed_eof()
+    parser = Frame.parse(reader.read_exact, mask=True, max_size=None)
+    try:
+        next(parser)
+    except StopIteration as done:
+        parsed: Frame = done.value
+        return parsed
+    raise AssertionError("the frame was incomplete")
+
+
+@pytest.mark.parametrize("length", [0, 1, 125, 126, 65535, 65536, 200_003])
+@pytest.mark.parametrize("first", [0, 1, 2, 3, 7])
+def test_a_frame_from_parts_reads_back_as_the_joined_parts(length: int, first: int) -> None:
+    """Each length class of the header, and parts starting at every offset of the key."""
+    payload = bytes(i * 7 % 251 for i in range(length))
+    parts = [payload[:first], payload[first : first + 5], payload[first + 5 :]]
+    frame = masked_binary_frame(parts)
+    parsed = _parsed(frame)
+    assert parsed.opcode is Opcode.BINARY
+    assert parsed.fin
+    assert parsed.data == payload
+
+
+def test_a_frame_from_parts_is_the_librarys_frame_for_the_same_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = b"\x12\x34\x56\x78"
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: key[:n])
+    parts = [b"\x00\x00\x00\x05{...}", bytes(range(256)) * 300]
+    expected = Frame(Opcode.BINARY, b"".join(parts)).serialize(mask=True)
+    assert b"".join(masked_binary_frame(parts)) == expected
+
+
+def test_every_frame_gets_a_fresh_key() -> None:
+    keys = {masked_binary_frame([b"same"])[0][-4:] for _ in range(64)}
+    assert len(keys) > 60  # 32 random bits each: a repeat in 64 is a one-in-a-million event

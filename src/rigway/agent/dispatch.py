@@ -153,11 +153,28 @@ class Dispatcher:
     ) -> Reply:
         """The reply to `op`. With a `responder`, a screen capture's reply also goes to it
         first, from the screen worker; every other reply and every error only returns."""
-        handler = self._handlers.get(op)
-        if handler is None:
-            raise HostOpError(ops.ERROR_UNKNOWN_OP, f"unknown op {op!r}")
+        return await self.start(op, body, responder)
+
+    def start(
+        self, op: str, body: dict[str, Any], responder: Responder | None = None
+    ) -> Awaitable[Reply]:
+        """`handle`, begun now as far as it goes without waiting: a screen capture is on
+        the screen worker before this returns, so the link starts it from its reader
+        instead of a task's first step (docs/decisions/0009-screenshot-answered-from-
+        the-reply.md). Never raises: the awaitable raises what `handle` would."""
         try:
-            return await handler(body, responder)
+            handler = self._handlers.get(op)
+            if handler is None:
+                raise HostOpError(ops.ERROR_UNKNOWN_OP, f"unknown op {op!r}")
+            started = handler(body, responder)
+        except Exception as exc:
+            started = _failed(exc)
+        return self._reply_of(op, started)
+
+    @staticmethod
+    async def _reply_of(op: str, started: Awaitable[Reply]) -> Reply:
+        try:
+            return await started
         except HostOpError:
             raise
         except Exception as exc:
@@ -295,23 +312,23 @@ class Dispatcher:
 
     # ---- screen and targets ----------------------------------------------------------
 
-    async def _screen_capture(self, body: dict[str, Any], responder: Responder | None) -> Reply:
+    def _screen_capture(
+        self, body: dict[str, Any], responder: Responder | None
+    ) -> Awaitable[Reply]:
+        """Not a coroutine: a capture without marks is queued on the screen worker
+        before this returns (`start`)."""
         request = _parse(ops.ScreenCapture, body)
         self._require_session(request.session_id)
-        marks = await self._current_marks() if request.mark else ()
-        region = request.region
-        params = CaptureParams(
-            quality=request.quality,
-            max_width=request.max_width,
-            region=None if region is None else Rect(region.x, region.y, region.w, region.h),
-            marks=marks,
-        )
-        deliver = None if responder is None else partial(_answer_with_frame, responder)
-        try:
-            frame = await self._screen.capture(params, deliver)
-        except RegionOutsideDesktopError as exc:
-            raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
-        return frame.reply_body(), frame.jpeg
+        if request.mark:
+            return self._marked_capture(request, responder)
+        params = _capture_params(request, ())
+        return _captured(self._screen.start_capture(params, _deliverer(responder)))
+
+    async def _marked_capture(
+        self, request: ops.ScreenCapture, responder: Responder | None
+    ) -> Reply:
+        params = _capture_params(request, await self._current_marks())
+        return await _captured(self._screen.start_capture(params, _deliverer(responder)))
 
     async def _current_marks(self) -> tuple[Mark, ...]:
         try:
@@ -447,6 +464,32 @@ def _ignoring_responder(handler: Callable[[dict[str, Any]], Awaitable[Reply]]) -
         return handler(body)
 
     return handle
+
+
+async def _failed(exc: Exception) -> Reply:
+    raise exc
+
+
+def _capture_params(request: ops.ScreenCapture, marks: tuple[Mark, ...]) -> CaptureParams:
+    region = request.region
+    return CaptureParams(
+        quality=request.quality,
+        max_width=request.max_width,
+        region=None if region is None else Rect(region.x, region.y, region.w, region.h),
+        marks=marks,
+    )
+
+
+async def _captured(started: Awaitable[CapturedFrame]) -> Reply:
+    try:
+        frame = await started
+    except RegionOutsideDesktopError as exc:
+        raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
+    return frame.reply_body(), frame.jpeg
+
+
+def _deliverer(responder: Responder | None) -> Callable[[CapturedFrame], None] | None:
+    return None if responder is None else partial(_answer_with_frame, responder)
 
 
 def _answer_with_frame(responder: Responder, frame: CapturedFrame) -> None:

@@ -25,20 +25,26 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from functools import partial
 from typing import Any, Final, cast
 
 from pydantic import ValidationError
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
-from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
-from rigway.agent.link_connection import DirectClientConnection, Message
+from rigway.agent.dispatch import Reply as OpReply
+from rigway.agent.link_connection import DirectClientConnection, Message, masked_binary_frame
 from rigway.protocol import ops
-from rigway.protocol.framing import FramingError, decode_frame, encode_binary, encode_text
+from rigway.protocol.framing import (
+    FramingError,
+    binary_frame_head,
+    decode_frame,
+    encode_binary,
+    encode_text,
+)
 from rigway.protocol.messages import Hello, Ping, Pong, Reply, Request, Welcome
 
 __all__ = [
@@ -133,8 +139,7 @@ class _Responder:
 
     def answer(self, body: dict[str, Any], payload: bytes) -> None:
         message = {"t": "res", "id": self._request_id, "ok": True, "body": body}
-        # A client's frames are masked (RFC 6455 5.3); the frame is the library's own.
-        frame = Frame(Opcode.BINARY, encode_binary(message, payload)).serialize(mask=True)
+        frame = masked_binary_frame((binary_frame_head(message), payload))
         self.answered = True
         # A loop that closed meanwhile has nobody left to answer.
         with contextlib.suppress(RuntimeError):
@@ -478,8 +483,16 @@ class AgentLink:
         except ValidationError:
             _log.warning("malformed request from the gateway dropped")
             return
-        received_at = asyncio.get_running_loop().time()
-        self._spawn_for_connection(self._answer(ws, request, received_at))
+        loop = asyncio.get_running_loop()
+        responder = _Responder(self, loop, ws, request.id)
+        reply_of_op: Awaitable[OpReply]
+        if request.op in ORDERED_OPS:
+            reply_of_op = self._in_lane(request, loop.time(), responder)
+        else:
+            # Begun here, not in the task's first step: a screen capture is on the
+            # screen worker before that task runs (decision 0009).
+            reply_of_op = self._dispatcher.start(request.op, request.body, responder)
+        self._spawn_for_connection(self._answer(ws, request, reply_of_op, responder))
 
     def _on_reply(self, header: dict[str, Any]) -> None:
         try:
@@ -492,12 +505,15 @@ class AgentLink:
             future.set_result(reply)
 
     async def _answer(
-        self, ws: DirectClientConnection, request: Request, received_at: float
+        self,
+        ws: DirectClientConnection,
+        request: Request,
+        reply_of_op: Awaitable[OpReply],
+        responder: _Responder,
     ) -> None:
         payload: bytes | None = None
-        responder = _Responder(self, asyncio.get_running_loop(), ws, request.id)
         try:
-            body, payload = await self._run_op(request, received_at, responder)
+            body, payload = await reply_of_op
             if responder.answered:
                 return
             reply: dict[str, Any] = {"t": "res", "id": request.id, "ok": True, "body": body}
@@ -511,11 +527,10 @@ class AgentLink:
         with contextlib.suppress(ConnectionClosed):
             await self._send(ws, reply, payload)
 
-    async def _run_op(
+    async def _in_lane(
         self, request: Request, received_at: float, responder: _Responder
-    ) -> tuple[dict[str, Any], bytes | None]:
-        if request.op not in ORDERED_OPS:
-            return await self._dispatcher.handle(request.op, request.body, responder)
+    ) -> OpReply:
+        """An ordered op, run after the session's earlier ones (`ORDERED_OPS`)."""
         lane = str(request.body.get("session_id"))
         async with self._lanes.hold(lane):
             waited_s = asyncio.get_running_loop().time() - received_at
@@ -526,7 +541,11 @@ class AgentLink:
             return await self._dispatcher.handle(request.op, request.body, responder)
 
     def _write_answer(
-        self, ws: DirectClientConnection, frame: bytes, message: dict[str, Any], payload: bytes
+        self,
+        ws: DirectClientConnection,
+        frame: list[bytes],
+        message: dict[str, Any],
+        payload: bytes,
     ) -> None:
         """On the loop: write a frame a `_Responder` built on another thread."""
         if ws is not self._ws or ws.protocol.state is not State.OPEN:
@@ -537,8 +556,9 @@ class AgentLink:
             # reply keeps the library's flow control.
             self._send_soon(ws, message, payload)
             return
-        # A whole frame in one write: nothing the library sends can land inside it.
-        ws.transport.write(frame)
+        # A whole frame in one write (a writev): nothing the library sends can land
+        # inside it.
+        ws.transport.writelines(frame)
 
     async def _send(
         self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None

@@ -16,6 +16,7 @@ frame.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -183,7 +184,13 @@ class ScreenService:
         """The frame for `params`. `deliver`, when given, receives it on the screen worker
         the moment it exists, before the event loop hears of it: the link answers the
         gateway from there (docs/decisions/0008-replies-from-the-screen-worker.md)."""
-        return await self._run(self._capture, params, deliver)
+        return await self.start_capture(params, deliver)
+
+    def start_capture(
+        self, params: CaptureParams, deliver: Callable[[CapturedFrame], None] | None = None
+    ) -> asyncio.Future[CapturedFrame]:
+        """`capture`, queued on the screen worker before this returns."""
+        return self._worker.start(self._capture, params, deliver)
 
     async def take_dirty(self) -> ops.DirtyRects:
         return await self._run(self._take_dirty)

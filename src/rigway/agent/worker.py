@@ -133,10 +133,16 @@ class SerialWorker(Executor):
 
     async def call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run `fn(*args)` on the worker and await its result from the event loop."""
+        return await self.start(fn, *args)
+
+    def start(self, fn: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
+        """Queue `fn(*args)` now, from the event loop, and return the future of its
+        result: for a caller that must not wait for its task's first step to get the
+        work going (a screen capture started from the link's reader)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
         self._put(_LoopJob(loop, future, fn, args))
-        return await future
+        return future
 
     def submit(self, fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Future[_T]:
         future: Future[_T] = Future()

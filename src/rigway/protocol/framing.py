@@ -35,8 +35,14 @@ def encode_text(message: dict[str, Any]) -> str:
 
 
 def encode_binary(message: dict[str, Any], payload: bytes) -> bytes:
+    return b"".join((binary_frame_head(message), payload))
+
+
+def binary_frame_head(message: dict[str, Any]) -> bytes:
+    """What comes before the payload in a binary frame: the length prefix and header.
+    A sender that can write the two apart spares a copy of the payload."""
     header = _ENCODER.encode(message).encode()
-    return b"".join((_HEADER_LENGTH.pack(len(header)), header, payload))
+    return _HEADER_LENGTH.pack(len(header)) + header
 
 
 def decode_frame(frame: str | bytes) -> tuple[dict[str, Any], memoryview]:
