@@ -42,6 +42,9 @@ from uvicorn.protocols.http.httptools_impl import (
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.http11 import Request as HandshakeRequest
+from websockets.protocol import State
+
+from rigway.gateway.ws_frames import BulkFrame, FrameHead
 
 __all__ = [
     "ANSWER_NOW_EXTENSION",
@@ -245,11 +248,102 @@ class DirectMessageWebSocketProtocol(WebSocketsSansIOProtocol):
     the call are handed to it first, in order. The disconnect still comes through
     `receive()`, so the app's receive loop stays its way to learn the link is gone. A
     sink that raises fails the connection with 1011, as a broken app would.
+
+    Once a sink is taken, a whole binary message of at least `BULK_FRAME_MIN` bytes in
+    one frame (a screenshot's reply) is read in bulk: unmasked straight from the bytes
+    the socket gave, one copy instead of websockets' three (`ws_frames.py`). The
+    protocol follows every frame's boundary for that, and hands every other byte to
+    websockets as it came; a frame goes the bulk way only when websockets would take
+    it as a whole message (open, not inside a fragmented one, within the size limit,
+    no extension), so every frame it would refuse it still sees and refuses.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._message_sink: MessageSink | None = None
+        # Frame boundaries, followed so that a large binary frame can be read in bulk
+        # (`ws_frames.py`); websockets reads every other byte.
+        self._handshake_read = False
+        self._following_frames = True  # until websockets fails the connection
+        self._held_head = b""  # the start of a frame head that the last bytes cut short
+        self._owed = 0  # bytes of the current frame still to give websockets
+        self._bulk: BulkFrame | None = None
+
+    def data_received(self, data: bytes) -> None:
+        if not self._handshake_read:
+            # uvicorn hands the upgrade request over alone, in one call: every later
+            # byte belongs to a frame, and the first one starts a frame.
+            self._handshake_read = True
+            super().data_received(data)
+            return
+        if not self._following_frames:
+            super().data_received(data)
+            return
+        if self._held_head:
+            data, self._held_head = self._held_head + data, b""
+        view = memoryview(data)
+        owed_from = position = 0  # websockets has had everything before `owed_from`
+        end = len(view)
+        while position < end:
+            if self._bulk is not None:
+                position = self._bulk.take(view, position)
+                owed_from = position
+                if self._bulk.complete:
+                    payload, self._bulk = self._bulk.payload(), None
+                    self._deliver_bulk(payload)
+                continue
+            if self._owed:
+                step = min(self._owed, end - position)
+                self._owed -= step
+                position += step
+                continue
+            head = FrameHead.read(view[position:])
+            if head is None:
+                self._held_head = bytes(view[position:])
+                end = position
+                break
+            if head.is_bulk:
+                # websockets reads the frames before this one first: their messages go
+                # first, and its state then says whether this one may be read here.
+                if not self._give_websockets(data, owed_from, position):
+                    # It failed the connection on one of them: the rest is its to discard.
+                    self._give_websockets(data, position, len(data))
+                    return
+                owed_from = position
+                if self._may_read_in_bulk(head):
+                    self._bulk = BulkFrame(head)
+                    position += head.size
+                    owed_from = position
+                    continue
+            self._owed = head.size + head.length
+        self._give_websockets(data, owed_from, end)
+
+    def _give_websockets(self, data: bytes, start: int, stop: int) -> bool:
+        """Hand `data[start:stop]` to websockets' parser; False once it has failed the
+        connection, after which it reads every byte (and discards them)."""
+        if start < stop:
+            super().data_received(data if (start, stop) == (0, len(data)) else data[start:stop])
+        if self.conn.parser_exc is not None:
+            self._following_frames = False
+        return self._following_frames
+
+    def _may_read_in_bulk(self, head: FrameHead) -> bool:
+        """websockets would accept this frame as a whole message and deliver it."""
+        conn = self.conn
+        return (
+            self._message_sink is not None
+            and not self.close_sent
+            and conn.state is State.OPEN
+            and not conn.extensions
+            and conn.current_size is None  # not inside a fragmented message
+            and (conn.max_message_size is None or head.length <= conn.max_message_size)
+            and (conn.max_fragment_size is None or head.length <= conn.max_fragment_size)
+        )
+
+    def _deliver_bulk(self, payload: bytes) -> None:
+        sink = self._message_sink
+        if sink is not None and not self.close_sent:
+            self._deliver(sink, payload)
 
     def handle_connect(self, event: HandshakeRequest) -> None:
         super().handle_connect(event)
