@@ -15,13 +15,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.frames import Frame, Opcode
 from websockets.streams import StreamReader
 
-from rigway.agent.link_connection import (
-    MAX_FRAGMENTS,
-    DirectClientConnection,
-    Message,
-    masked_binary_frame,
-)
+from rigway.agent.link_connection import MAX_FRAGMENTS, DirectClientConnection, Message
 from rigway.protocol.framing import FramingError
+from rigway.protocol.ws_frames import masked_binary_frame
 
 Script = Callable[[ServerConnection], Awaitable[None]]
 

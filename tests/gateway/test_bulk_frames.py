@@ -15,7 +15,7 @@ from websockets.frames import Frame, Opcode
 
 from rigway.gateway import http_server
 from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION, DirectMessageWebSocketProtocol
-from rigway.gateway.ws_frames import BULK_FRAME_MIN, BulkFrame, FrameHead
+from rigway.protocol.ws_frames import BULK_FRAME_MIN, BulkFrame, FrameHead
 from tests.gateway.test_http_server import RecordingTransport
 
 HANDSHAKE = (

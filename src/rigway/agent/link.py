@@ -36,7 +36,7 @@ from websockets.protocol import State
 
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
 from rigway.agent.dispatch import Reply as OpReply
-from rigway.agent.link_connection import DirectClientConnection, Message, masked_binary_frame
+from rigway.agent.link_connection import DirectClientConnection, Message
 from rigway.protocol import ops
 from rigway.protocol.framing import (
     FramingError,
@@ -46,6 +46,7 @@ from rigway.protocol.framing import (
     encode_text,
 )
 from rigway.protocol.messages import Hello, Ping, Pong, Reply, Request, Welcome
+from rigway.protocol.ws_frames import masked_binary_frame
 
 __all__ = [
     "AgentLink",

@@ -12,9 +12,6 @@ Until the link asks for direct delivery (`deliver_to`, after the hello and welco
 connection holds messages in order, and `next_message()` reads them: the welcome first,
 then anything the gateway sent right behind it goes to the sink before newer messages.
 The library's `recv()` is not used on such a connection.
-
-`masked_binary_frame` builds a client's binary frame from parts without first joining
-them: the screen worker frames a JPEG reply with it (decision 0009).
 """
 
 from __future__ import annotations
@@ -22,29 +19,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import secrets
-import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final
 
 from websockets.asyncio.client import ClientConnection
 from websockets.frames import Frame, Opcode
 from websockets.protocol import Event
 
-try:  # the library's own C masking, as its frames use, else its Python fallback
-    from websockets.speedups import apply_mask
-except ImportError:  # pragma: no cover - the C extension ships in every wheel we use
-    from websockets.utils import apply_mask
-
 from rigway.protocol.framing import FramingError
 
-__all__ = [
-    "MAX_FRAGMENTS",
-    "DirectClientConnection",
-    "Message",
-    "MessageSink",
-    "masked_binary_frame",
-]
+__all__ = ["MAX_FRAGMENTS", "DirectClientConnection", "Message", "MessageSink"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,36 +40,6 @@ MAX_FRAGMENTS: Final = 1024
 Message = str | bytes | FramingError
 # Returns False to stop delivery: the link is closing the connection.
 MessageSink = Callable[[Message], bool]
-
-
-_FIN_BINARY: Final = 0x80 | Opcode.BINARY
-_MASKED: Final = 0x80
-
-
-def masked_binary_frame(parts: Sequence[bytes]) -> list[bytes]:
-    """One final, unfragmented binary frame whose payload is `parts` joined, masked with a
-    fresh key as a client's frames must be (RFC 6455 5.3), as buffers to write in order.
-
-    Each part is masked on its own, the key rotated to where the part starts, so a large
-    part (a JPEG) is read once and copied once. The library's `Frame.serialize` would
-    copy it three times more: joined to its header, masked, then joined to the frame's
-    header. The frame is what `Frame(Opcode.BINARY, b"".join(parts)).serialize(mask=True)`
-    gives for the same key (tests/agent/test_link_connection.py)."""
-    length = sum(len(part) for part in parts)
-    if length < 126:
-        head = struct.pack("!BB", _FIN_BINARY, _MASKED | length)
-    elif length < 1 << 16:
-        head = struct.pack("!BBH", _FIN_BINARY, _MASKED | 126, length)
-    else:
-        head = struct.pack("!BBQ", _FIN_BINARY, _MASKED | 127, length)
-    key = secrets.token_bytes(4)
-    frame = [head + key]
-    offset = 0
-    for part in parts:
-        turn = offset % 4
-        frame.append(apply_mask(part, key[turn:] + key[:turn]))
-        offset += len(part)
-    return frame
 
 
 class DirectClientConnection(ClientConnection):
