@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from sqlalchemy import text
 
-from rigway.gateway.services import services_of
+from rigway.gateway.services import Services, services_of
 
 router = APIRouter(tags=["operations"])
 
@@ -26,15 +31,29 @@ async def readyz(request: Request) -> JSONResponse:
     return JSONResponse({"ok": True})
 
 
-@router.get("/metrics", response_class=PlainTextResponse)
-async def metrics(request: Request) -> str:
-    services = services_of(request)
-    lines = [
-        "# HELP rigway_active_sessions Active sessions served by this gateway.",
-        "# TYPE rigway_active_sessions gauge",
-        f"rigway_active_sessions {len(services.sessions.live.all())}",
-        "# HELP rigway_connected_hosts Host agents connected to this gateway.",
-        "# TYPE rigway_connected_hosts gauge",
-        f"rigway_connected_hosts {services.registry.connected_count()}",
-    ]
-    return "\n".join(lines) + "\n"
+class _LiveGauges:
+    """Read at scrape time from the gateway's own state: nothing to keep in step."""
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "rigway_active_sessions",
+            "Active sessions served by this gateway.",
+            value=len(self._services.sessions.live.all()),
+        )
+        yield GaugeMetricFamily(
+            "rigway_connected_hosts",
+            "Host agents connected to this gateway.",
+            value=self._services.registry.connected_count(),
+        )
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(request: Request) -> Response:
+    # A registry per scrape rather than the library's global one: each app (and each
+    # test's app) reports its own services.
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_LiveGauges(services_of(request)))
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)
