@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 import simplejpeg
-from websockets.asyncio.server import serve
+from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
 from rigway.agent.accessibility import AccessibilityService
@@ -348,6 +348,39 @@ async def test_stop_during_the_handshake_returns(agent: Agent, gateway: FakeGate
     async with asyncio.timeout(5):
         await task
     assert not link.is_connected
+
+
+@pytest.mark.parametrize(
+    ("answer", "close_code"),
+    [
+        pytest.param("not json", 1007, id="not-json"),
+        pytest.param(encode_text({"t": "welcome"}), 1007, id="welcome-missing-fields"),
+        pytest.param(encode_text({"t": "ping", "sent_at": 1.0}), 1002, id="not-a-welcome"),
+    ],
+)
+async def test_a_wrong_answer_to_hello_closes_with_a_code_that_says_why(
+    agent: Agent, answer: str, close_code: int
+) -> None:
+    codes: asyncio.Queue[int | None] = asyncio.Queue()
+
+    async def gateway(ws: ServerConnection) -> None:
+        await ws.recv()  # the hello
+        await ws.send(answer)
+        await ws.wait_closed()
+        codes.put_nowait(ws.close_code)
+
+    async with serve(gateway, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        link = agent.link(f"ws://127.0.0.1:{port}/v1/agent/connect")
+        task = asyncio.create_task(link.run())
+        try:
+            async with asyncio.timeout(5):
+                assert await codes.get() == close_code
+            assert not link.is_connected
+        finally:
+            await link.stop()
+            async with asyncio.timeout(10):
+                await task
 
 
 async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(

@@ -341,11 +341,18 @@ class AgentLink:
             update={"open_session_ids": [] if session_id is None else [session_id]}
         )
         await ws.send(encode_text(hello.model_dump()))
-        async with asyncio.timeout(self._open_timeout_s):
-            header, _ = decode_frame(await ws.next_message())
-        if header.get("t") != "welcome":
-            raise _HandshakeError(f"expected welcome, got {header.get('t')!r}")
-        return Welcome.model_validate(header)
+        # A gateway that answers with something else is told why in the close code, as
+        # after the handshake: 1007 for what cannot be read, 1002 for the wrong message.
+        try:
+            async with asyncio.timeout(self._open_timeout_s):
+                header, _ = decode_frame(await ws.next_message())
+            if header.get("t") != "welcome":
+                await ws.close(1002, "expected welcome")
+                raise _HandshakeError(f"expected welcome, got {header.get('t')!r}")
+            return Welcome.model_validate(header)
+        except (FramingError, ValidationError) as exc:
+            await ws.close(1007, "undecodable welcome")
+            raise _HandshakeError(f"undecodable welcome: {exc}") from exc
 
     def _on_welcome(self, welcome: Welcome) -> None:
         self.rig_id = welcome.rig_id
