@@ -359,11 +359,16 @@ def _find_target(targets: list[Target], name: str | None, role: str | None) -> T
 
 
 class TargetList(_Model):
-    """Answer of `GET …/targets`: targets in native pixels of a `width`x`height` desktop."""
+    """Answer of `GET …/targets`: targets in native pixels of a `width`x`height` desktop.
+
+    `truncated` is true when the host's walk stopped at its budget (element cap or
+    deadline): the list is partial, and a control missing from it may exist.
+    """
 
     width: int
     height: int
     targets: list[Target] = Field(default_factory=list)
+    truncated: bool = False
 
     def find_target(self, name: str | None = None, role: str | None = None) -> Target | None:
         """The first target whose name matches (exact beats substring) and role equals."""
@@ -424,6 +429,7 @@ class ObserveResult(_Model):
 
     `width`x`height` is the image's size (also without an image, the size it would have);
     targets are in native pixels. `jpeg_base64` is None when observed with `image=False`.
+    `truncated` is true when the host's walk stopped at its budget: `targets` is partial.
     """
 
     width: int
@@ -435,6 +441,7 @@ class ObserveResult(_Model):
     dirty: DirtyRects | None = None
     changed: bool = True
     targets: list[Target] = Field(default_factory=list)
+    truncated: bool = False
     text: ObserveText | None = None
     marked: bool = False
     timing: ObserveTiming | None = None

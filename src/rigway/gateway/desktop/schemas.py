@@ -172,6 +172,9 @@ class TargetsOut(BaseModel):
     width: int
     height: int
     targets: list[TargetOut]
+    # The host's walk stopped at its budget (element cap or deadline): the list is
+    # partial, so a missing control may just not have been reached.
+    truncated: bool
 
 
 class ObserveTextOut(BaseModel):
@@ -207,6 +210,7 @@ class ObserveOut(BaseModel):
     dirty: DirtyTakeOut
     changed: bool
     targets: list[TargetOut]
+    truncated: bool
     text: ObserveTextOut
     marked: bool
     timing: ObserveTimingOut

@@ -218,10 +218,16 @@ class DesktopService:
             snapshot = await self.target_snapshot(live)
         except (HostError, HostTimeout, InvalidRequest):
             return TargetsOut(
-                width=live.native_width or 0, height=live.native_height or 0, targets=[]
+                width=live.native_width or 0,
+                height=live.native_height or 0,
+                targets=[],
+                truncated=False,
             )
         return TargetsOut(
-            width=snapshot.width, height=snapshot.height, targets=_public_targets(snapshot)
+            width=snapshot.width,
+            height=snapshot.height,
+            targets=_public_targets(snapshot),
+            truncated=snapshot.truncated,
         )
 
     def check_points(self, live: LiveSession, batch: InputBatchIn) -> None:
@@ -386,6 +392,7 @@ def _observe_result(
         dirty=DirtyTakeOut(width=dirty.width, height=dirty.height, rects=dirty.rects),
         changed=bool(dirty.rects) or not dirty.available,
         targets=targets,
+        truncated=snapshot is not None and snapshot.truncated,
         text=ObserveTextOut(
             window_title=snapshot.window_title if snapshot is not None else "",
             window_role=snapshot.window_role if snapshot is not None else "",
