@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
 from rigway.agent.accessibility import AccessibilityService
-from rigway.agent.backends.base import WalkBudget
+from rigway.agent.backends.base import AccessibilitySnapshot, Pixels, WalkBudget
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import (
@@ -243,19 +244,76 @@ async def test_input_batches_of_a_session_run_in_order(
     assert agent.sim.field_text("username") == "abcd"
 
 
-async def test_observe_legs_run_concurrently(link: AgentLink, gateway: FakeGateway) -> None:
-    connection = await gateway.next_connection()
-    await _start(connection)
-    capture, dirty, targets = await asyncio.gather(
-        connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "mark": True}),
-        connection.request(ops.SCREEN_DIRTY, {"session_id": "s1"}),
-        connection.request(ops.A11Y_TARGETS, {"session_id": "s1"}),
+class LegsMustMeet(RecordingDesktop):
+    """Once armed, a screen grab and a targets walk each wait for the other to have
+    started: an agent that ran observe's legs one after the other would have the first
+    one wait out its deadline and fail."""
+
+    def __init__(self, inner: SimDesktop) -> None:
+        super().__init__(inner)
+        self.armed = False
+        self.grab_started = threading.Event()
+        self.walk_started = threading.Event()
+
+    def grab(self) -> Pixels:
+        if self.armed:
+            self.grab_started.set()
+            if not self.walk_started.wait(5.0):
+                raise TimeoutError("no targets walk started while the capture waited")
+        return super().grab()
+
+    def snapshot_accessibility(self, budget: WalkBudget) -> AccessibilitySnapshot:
+        if self.armed:
+            self.walk_started.set()
+            if not self.grab_started.wait(5.0):
+                raise TimeoutError("no capture started while the targets walk waited")
+        return super().snapshot_accessibility(budget)
+
+
+async def test_observe_legs_run_concurrently(
+    gateway: FakeGateway,
+    screen_worker: SerialWorker,
+    a11y_worker: SerialWorker,
+    input_worker: SerialWorker,
+) -> None:
+    sim = SimDesktop()
+    desktop = LegsMustMeet(sim)
+    apps = FakeApps()
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        InputGuard(desktop),
+        apps,
+        input_executor=input_worker,
     )
-    assert capture.header["body"]["marked"] is True
-    assert dirty.header["body"]["available"] is True
-    masked = [t for t in targets.header["body"]["targets"] if t["masked"]]
-    assert masked
-    assert all(t["value"] == ops.MASKED_VALUE for t in masked)
+    agent = Agent(sim, desktop, apps, dispatcher)
+    link = agent.link(gateway.url)
+    task = asyncio.create_task(link.run())
+    try:
+        connection = await gateway.next_connection()
+        await _start(connection)
+        desktop.armed = True
+        # Targets first: an agent answering in arrival order would block on the walk.
+        targets, capture, dirty = await asyncio.gather(
+            connection.request(ops.A11Y_TARGETS, {"session_id": "s1"}),
+            connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1"}),
+            connection.request(ops.SCREEN_DIRTY, {"session_id": "s1"}),
+        )
+        assert [r.header["ok"] for r in (targets, capture, dirty)] == [True] * 3, [
+            r.header.get("error") for r in (targets, capture, dirty)
+        ]
+        assert desktop.grab_count == 1
+        assert capture.is_binary
+        assert dirty.header["body"]["available"] is True
+        masked = [t for t in targets.header["body"]["targets"] if t["masked"]]
+        assert masked
+        assert all(t["value"] == ops.MASKED_VALUE for t in masked)
+    finally:
+        await link.stop()
+        async with asyncio.timeout(10):
+            await task
+        await dispatcher.close()
 
 
 async def test_agent_can_ask_the_gateway(link: AgentLink, gateway: FakeGateway) -> None:
