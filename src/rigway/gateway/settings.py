@@ -27,7 +27,8 @@ class GatewaySettings(BaseModel):
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     max_session_age_s: float = Field(default=8 * 3600, gt=0)
     max_concurrent_sessions: int = Field(default=5, ge=1)
-    default_idle_timeout_s: int = 900
+    # A session created without idle_timeout_seconds; the bounds the API puts on one.
+    default_idle_timeout_s: int = Field(default=900, ge=60, le=3600)
 
     # Host link
     heartbeat_interval_s: float = Field(default=5.0, gt=0)
@@ -84,6 +85,7 @@ _ENV_FIELDS: dict[str, str] = {
     "RIGWAY_PUBLIC_BASE_URL": "public_base_url",
     "RIGWAY_MAX_SESSION_AGE_SECONDS": "max_session_age_s",
     "RIGWAY_MAX_CONCURRENT_SESSIONS": "max_concurrent_sessions",
+    "RIGWAY_DEFAULT_IDLE_TIMEOUT_SECONDS": "default_idle_timeout_s",
     "RIGWAY_REQUEST_RATE_LIMIT": "request_rate_limit",
     "RIGWAY_INPUT_EVENT_RATE_LIMIT": "input_event_rate_limit",
     "RIGWAY_HOST_GONE_GRACE_SECONDS": "host_gone_grace_s",

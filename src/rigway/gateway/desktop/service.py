@@ -200,16 +200,19 @@ class DesktopService:
             shot = Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
         return shot
 
-    async def dirty(self, live: LiveSession) -> DirtyOut:
-        reply = await self._call(
-            live, ops.SCREEN_DIRTY, {}, self._settings.screen_timeout_s, "dirty read"
-        )
+    async def dirty(self, live: LiveSession, timeout_s: float | None = None) -> DirtyOut:
+        """On its own a dirty read gets the deadline of "other" operations (10 s by
+        default, API-DECISIONS); observe passes its screenshot deadline for the leg."""
+        timeout_s = self._settings.host_timeout_s if timeout_s is None else timeout_s
+        reply = await self._call(live, ops.SCREEN_DIRTY, {}, timeout_s, "dirty read")
         return DirtyOut.model_validate(_parse_reply(ops.DirtyRects, reply.body).model_dump())
 
-    async def target_snapshot(self, live: LiveSession) -> ops.TargetSnapshot:
-        reply = await self._call(
-            live, ops.A11Y_TARGETS, {}, self._settings.screen_timeout_s, "targets"
-        )
+    async def target_snapshot(
+        self, live: LiveSession, timeout_s: float | None = None
+    ) -> ops.TargetSnapshot:
+        """The "other" deadline on its own, observe's as one of its legs (as `dirty`)."""
+        timeout_s = self._settings.host_timeout_s if timeout_s is None else timeout_s
+        reply = await self._call(live, ops.A11Y_TARGETS, {}, timeout_s, "targets")
         return _parse_reply(ops.TargetSnapshot, reply.body)
 
     async def targets(self, live: LiveSession) -> TargetsOut:
@@ -267,14 +270,16 @@ class DesktopService:
             self._settings.host_timeout_s,
             "app launch",
         )
-        self._sessions.record_activity(live, actions=1)
+        # An action, but not activity: only screenshot, observe and input keep a session
+        # from idling out (the spec's transition table, API-DECISIONS).
+        live.count_actions(1)
         return _parse_reply(ops.AppLaunched, reply.body).pid
 
     async def kill(self, live: LiveSession, pid: int | None) -> list[int]:
         reply = await self._call(
             live, ops.APP_KILL, {"pid": pid}, self._settings.host_timeout_s, "app kill"
         )
-        self._sessions.record_activity(live, actions=1)
+        live.count_actions(1)  # not activity, as for a launch
         return _parse_reply(ops.AppsKilled, reply.body).killed
 
     async def observe(
@@ -285,8 +290,10 @@ class DesktopService:
         started = time.perf_counter()
         legs = await asyncio.gather(
             _timed(self.screenshot(live, params, mark=mark)) if image else _none(),
-            _timed(self.dirty(live)),
-            _timed(self.target_snapshot(live)),
+            # Observe as a whole answers within the screenshot deadline, so its other
+            # legs get that one too, not the longer one they get on their own.
+            _timed(self.dirty(live, self._settings.screen_timeout_s)),
+            _timed(self.target_snapshot(live, self._settings.screen_timeout_s)),
             return_exceptions=True,
         )
         shot_leg, dirty_leg, targets_leg = legs

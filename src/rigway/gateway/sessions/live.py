@@ -55,6 +55,12 @@ class LiveSession:
         self.action_count += actions
         self.has_unflushed_activity = True
 
+    def count_actions(self, actions: int) -> None:
+        """Actions that are not activity (app launch and kill): counted in
+        `action_count`, while the idle timer keeps running."""
+        self.action_count += actions
+        self.has_unflushed_activity = True
+
     def idle_deadline(self) -> datetime | None:
         """When it times out idle; None while an input batch runs (busy, not idle)."""
         if self.batches_running > 0:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 SessionMode = Literal["desktop", "app"]
 SessionStatus = Literal["active", "ended", "failed"]
@@ -14,12 +14,35 @@ EndReason = Literal[
 ]
 
 
+def _drop_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
 class CreateSessionIn(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     rig_id: str = Field(min_length=1, max_length=64)
     mode: SessionMode = "desktop"
-    idle_timeout_seconds: int = Field(default=900, ge=60, le=3600)
+    # Absent: the gateway's configured default (settings.default_idle_timeout_s), which
+    # a fixed default here would override. None stands for "absent" only: a null sent
+    # is refused like any other non-integer, and the schema shows a plain integer.
+    idle_timeout_seconds: Annotated[
+        int | None,
+        Field(ge=60, le=3600),
+        WithJsonSchema({"type": "integer", "minimum": 60, "maximum": 3600}),
+    ] = Field(
+        default=None,
+        description="60 to 3600; absent: the gateway's default (900 unless configured)",
+        json_schema_extra=_drop_default,
+    )
+
+    @field_validator("idle_timeout_seconds", mode="before")
+    @classmethod
+    def _refuse_null(cls, value: object) -> object:
+        # Runs only on a value the caller sent; the absent field's None skips it.
+        if value is None:
+            raise ValueError("an integer from 60 to 3600, or leave the field out")
+        return value
 
 
 class SessionOut(BaseModel):

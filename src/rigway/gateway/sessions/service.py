@@ -204,7 +204,11 @@ class SessionService:
                     status="active",
                     started_at=now,
                     last_activity_at=now,
-                    idle_timeout_s=request.idle_timeout_seconds,
+                    idle_timeout_s=(
+                        self._settings.default_idle_timeout_s
+                        if request.idle_timeout_seconds is None
+                        else request.idle_timeout_seconds
+                    ),
                     action_count=0,
                 )
                 db.add(row)
