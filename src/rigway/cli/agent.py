@@ -9,6 +9,7 @@ import os
 import platform
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -25,6 +26,9 @@ logger = logging.getLogger(__name__)
 agent_app = typer.Typer(help="The host agent that runs on a rig.", no_args_is_help=True)
 
 BACKENDS = ("sim", "x11", "windows")
+# Opening a desktop is local and quick; an X server that accepts the connection but never
+# answers its setup would otherwise hold the agent (and `rigway up`) for ever.
+DESKTOP_OPEN_TIMEOUT_S = 5.0
 
 
 def _write_token(path: Path, token: str) -> None:
@@ -66,7 +70,7 @@ def run_command(
     ] = None,
 ) -> None:
     """Connect to the gateway and serve sessions until stopped."""
-    from rigway.agent.runner import AgentSettings, open_backend
+    from rigway.agent.runner import AgentSettings
 
     if backend not in BACKENDS:
         typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
@@ -77,8 +81,12 @@ def run_command(
         typer.echo(f"cannot read the rig token: {exc}", err=True)
         raise typer.Exit(code=2) from exc
     try:
-        desktop = open_backend(
-            backend, display=os.environ.get("DISPLAY"), width=width, height=height
+        desktop = open_desktop(
+            backend,
+            display=os.environ.get("DISPLAY"),
+            width=width,
+            height=height,
+            timeout_s=DESKTOP_OPEN_TIMEOUT_S,
         )
     except (ValueError, OSError, RuntimeError) as exc:
         typer.echo(f"cannot open the {backend} desktop: {exc}", err=True)
@@ -90,6 +98,38 @@ def run_command(
             event_loop.run(_serve(settings, desktop, socket_path))
     finally:
         desktop.close()
+
+
+def open_desktop(
+    backend: str, *, display: str | None, width: int, height: int, timeout_s: float
+) -> Desktop:
+    """`open_backend` under a deadline; raises ValueError, OSError or RuntimeError
+    with the reason (TimeoutError, naming the display, when it did not answer).
+
+    The opener runs in a daemon thread: a connect blocked in C cannot be interrupted,
+    and a daemon thread left behind does not hold the process's exit.
+    """
+    from rigway.agent.runner import open_backend
+
+    outcome: list[Desktop | Exception] = []
+
+    def open_it() -> None:
+        try:
+            outcome.append(open_backend(backend, display=display, width=width, height=height))
+        except Exception as exc:  # handed to the caller's thread, raised there
+            outcome.append(exc)
+
+    opener = threading.Thread(target=open_it, name="rigway-open-desktop", daemon=True)
+    opener.start()
+    opener.join(timeout_s)
+    if not outcome:
+        if backend == "x11":
+            raise TimeoutError(f"X display {display!r} did not answer within {timeout_s:g} s")
+        raise TimeoutError(f"the {backend} desktop did not open within {timeout_s:g} s")
+    result = outcome[0]
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def default_control_socket(token_file: Path) -> Path:

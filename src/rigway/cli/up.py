@@ -24,6 +24,7 @@ import uvicorn
 
 from rigway import event_loop
 from rigway.agent.pairing import pair
+from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
 from rigway.gateway.http_server import CoalescingHttpToolsProtocol, DirectMessageWebSocketProtocol
@@ -231,6 +232,25 @@ def _print_summary(credentials: LocalCredentials, path: Path, desktop: str) -> N
     sys.stdout.flush()
 
 
+def _check_display(display: str | None) -> None:
+    """Exit 2 with the reason unless the x11 agents will be able to open `display`.
+
+    Checked before the stack starts: an agent that cannot open its display exits at
+    once, and `up` would otherwise wait out the agents' online timeout for nothing.
+    """
+    if not display:
+        typer.echo("rigway up --desktop x11 needs an X display: DISPLAY is not set.", err=True)
+        raise typer.Exit(code=2)
+    try:
+        probe = open_desktop(
+            "x11", display=display, width=0, height=0, timeout_s=DESKTOP_OPEN_TIMEOUT_S
+        )
+    except (ValueError, OSError, RuntimeError) as exc:
+        typer.echo(f"rigway up --desktop x11 cannot use DISPLAY={display}: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    probe.close()
+
+
 def up(
     port: Annotated[int, typer.Option(help="Gateway port.")] = 8080,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
@@ -246,9 +266,8 @@ def up(
     if desktop not in DESKTOPS:
         typer.echo(f"--desktop must be one of {', '.join(DESKTOPS)}", err=True)
         raise typer.Exit(code=2)
-    if desktop == "x11" and not os.environ.get("DISPLAY"):
-        typer.echo("rigway up --desktop x11 needs an X display: DISPLAY is not set.", err=True)
-        raise typer.Exit(code=2)
+    if desktop == "x11":
+        _check_display(os.environ.get("DISPLAY"))
     settings = load_settings(
         os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"
     )
