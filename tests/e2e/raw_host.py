@@ -102,6 +102,7 @@ class RawHost:
     answer: Answer
     requests: list[Request] = field(default_factory=list)
     answer_pings: bool = True
+    pings_seen: int = 0
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def ops_seen(self) -> list[str]:
@@ -111,8 +112,11 @@ class RawHost:
         with contextlib.suppress(ConnectionClosed):
             async for raw in self.ws:
                 header, _ = decode_frame(raw)
-                if header.get("t") == "ping" and self.answer_pings:
-                    await self.ws.send(encode_text(Pong(sent_at=header["sent_at"]).model_dump()))
+                if header.get("t") == "ping":
+                    self.pings_seen += 1
+                    if self.answer_pings:
+                        pong = Pong(sent_at=header["sent_at"])
+                        await self.ws.send(encode_text(pong.model_dump()))
                 elif header.get("t") == "req":
                     request = Request.model_validate(header)
                     self.requests.append(request)
@@ -147,6 +151,7 @@ async def raw_host(
     answer: Answer = answer_like_a_plain_host,
     *,
     open_session_ids: Sequence[str] = (),
+    answer_pings: bool = True,
 ) -> AsyncIterator[RawHost]:
     """Connected, hello sent and welcome read; serving until the block ends."""
     url = "ws" + base_url.removeprefix("http") + "/v1/agent/connect"
@@ -168,7 +173,7 @@ async def raw_host(
         )
         await ws.send(encode_text(hello.model_dump()))
         welcome = Welcome.model_validate(decode_frame(await ws.recv())[0])
-        host = RawHost(ws, welcome, answer)
+        host = RawHost(ws, welcome, answer, answer_pings=answer_pings)
         serving = asyncio.create_task(host.serve())
         try:
             yield host

@@ -177,14 +177,32 @@ async def test_session_end_releases_held_keys_and_buttons(stack: Stack) -> None:
     assert stack.sim().pressed_buttons == frozenset()
 
 
-async def test_link_drop_releases_held_keys_at_once(stack: Stack) -> None:
-    session_id = await stack.start_session()
-    await stack.client.post(
-        f"/v1/sessions/{session_id}/input", json={"events": [{"type": "key_down", "key": "alt"}]}
-    )
-    assert stack.sim().pressed_keys == {"alt"}
-    await stack.stop_agent(stack.rig_ids[0])
-    assert stack.sim().pressed_keys == frozenset()
+async def test_link_drop_releases_held_keys_at_once(tmp_path: Path, database_url: str) -> None:
+    """The link drops under a running agent: held keys go up at once, not when a grace
+    ends the session (both graces outlast the test), and the session goes on."""
+    async with running_stack(
+        tmp_path / "state",
+        database_url,
+        reaper_interval_s=3600,
+        host_gone_grace_s=60.0,
+        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 60.0},
+    ) as stack:
+        session_id = await stack.start_session()
+        pressed = await stack.client.post(
+            f"/v1/sessions/{session_id}/input",
+            json={"events": [{"type": "key_down", "key": "alt"}]},
+        )
+        assert pressed.status_code == 200, pressed.text
+        assert stack.sim().pressed_keys == {"alt"}
+        link = stack.services.registry.get(stack.rig_ids[0])
+        assert link is not None
+        await link.close(code=1011, reason="test: link dropped")  # the agent keeps running
+        await stack.wait_until(lambda: stack.sim().pressed_keys == frozenset())
+        # The release was the drop's own: the session survived it, on both ends.
+        await stack.wait_until(lambda: stack.agents[0].link.connection_count == 2)
+        assert (await _status(stack, session_id))["status"] == "active"
+        shot = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
+        assert shot.status_code == 200, shot.text
 
 
 async def test_session_end_kills_launched_apps(stack: Stack) -> None:
