@@ -27,6 +27,7 @@ from rigway.agent.pairing import pair
 from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
+from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.http_server import CoalescingHttpToolsProtocol, DirectMessageWebSocketProtocol
 from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.services import Services
@@ -120,10 +121,45 @@ def start_agent_process(base_url: str, token_file: Path, desktop: str) -> subpro
     return subprocess.Popen(command, stdin=subprocess.DEVNULL)
 
 
-async def wait_online(services: Services, rig_ids: list[str], timeout_s: float) -> None:
-    async with asyncio.timeout(timeout_s):
+class AgentStartError(RuntimeError):
+    """A local agent did not come online: it exited, or the wait timed out."""
+
+
+_AGENT_EXIT_POLL_S = 0.1
+
+
+async def wait_online(
+    registry: HostRegistry,
+    rig_ids: list[str],
+    agents: list[subprocess.Popen[bytes]],
+    timeout_s: float,
+) -> None:
+    """Until every rig's link is up. An agent process that exits first ends the wait at
+    once: it will not come back, and its own message (on stderr) says why."""
+
+    async def all_online() -> None:
         for rig_id in rig_ids:
-            await services.registry.wait_online(rig_id)
+            await registry.wait_online(rig_id)
+
+    online = asyncio.create_task(all_online())
+    try:
+        async with asyncio.timeout(timeout_s):
+            while not online.done():
+                exited = [agent for agent in agents if agent.poll() is not None]
+                if exited:
+                    codes = ", ".join(str(agent.returncode) for agent in exited)
+                    raise AgentStartError(
+                        f"{len(exited)} local agent(s) exited before coming online "
+                        f"(exit code {codes}); their messages are above"
+                    )
+                await asyncio.wait({online}, timeout=_AGENT_EXIT_POLL_S)
+    except TimeoutError:
+        raise AgentStartError(
+            f"the local agents did not come online within {timeout_s:g} s"
+        ) from None
+    finally:
+        online.cancel()
+    online.result()
 
 
 def _read_text(path: Path) -> str | None:
@@ -187,7 +223,11 @@ async def run_local(
                 await ensure_rig(services, account_id, base_url, token_file, f"local-{index + 1}")
             )
             agents.append(start_agent_process(base_url, token_file, desktop))
-        await wait_online(services, rig_ids, _AGENT_ONLINE_TIMEOUT_S)
+        try:
+            await wait_online(services.registry, rig_ids, agents, _AGENT_ONLINE_TIMEOUT_S)
+        except AgentStartError as exc:
+            typer.echo(f"rigway up: {exc}", err=True)
+            raise typer.Exit(code=1) from exc
         credentials = LocalCredentials(
             base_url=base_url,
             signaling_url=base_url.replace("http", "ws", 1) + "/v1/stream/signal",
