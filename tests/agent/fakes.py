@@ -43,7 +43,14 @@ class FakeDesktop:
         self.walk_started = threading.Event()
         self.key_pressed = threading.Event()
         self.windows: set[int] = {1}
+        # Owner pid of a window (absent: unknown); `open_window` sets both.
+        self.window_pids: dict[int, int] = {}
         self.closed_windows: list[frozenset[int]] = []
+
+    def open_window(self, window_id: int, owner_pid: int | None) -> None:
+        self.windows.add(window_id)
+        if owner_pid is not None:
+            self.window_pids[window_id] = owner_pid
 
     def damage(self, *rects: Rect) -> None:
         self.pending_damage.extend(rects)
@@ -96,6 +103,9 @@ class FakeDesktop:
 
     def list_windows(self) -> frozenset[int]:
         return frozenset(self.windows)
+
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        return {w: self.window_pids.get(w) for w in self.windows & window_ids}
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self.closed_windows.append(window_ids)
@@ -158,6 +168,9 @@ class RecordingDesktop:
     def list_windows(self) -> frozenset[int]:
         return self.inner.list_windows()
 
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        return self.inner.window_owners(window_ids)
+
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self.inner.close_windows(window_ids)
 
@@ -199,3 +212,6 @@ class FakeApps:
         killed = self.kill(None)
         self.killed_all.set()
         return killed
+
+    def owned_pids(self) -> frozenset[int]:
+        return frozenset(self._pids)

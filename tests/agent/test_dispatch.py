@@ -77,7 +77,8 @@ async def test_start_answers_native_size_and_mode(rig: Rig) -> None:
 
 
 async def test_start_is_idempotent(started: Rig) -> None:
-    started.desktop.windows.add(7)  # opened during the session: not part of a new baseline
+    pid = (await started.call(ops.APP_LAUNCH, session_id="s1", path="/bin/app"))["pid"]
+    started.desktop.open_window(7, pid)  # opened during the session: not a new baseline
     await started.call(ops.SESSION_START, session_id="s1")
     await started.call(ops.SESSION_END, session_id="s1", reason="done")
     assert started.desktop.closed_windows == [frozenset({7})]
@@ -151,7 +152,7 @@ async def test_end_releases_kills_and_closes_new_windows(started: Rig) -> None:
         session_id="s1",
         events=[{"type": "key_down", "key": "ctrl"}, {"type": "key_down", "key": "x"}],
     )
-    started.desktop.windows.add(42)
+    started.desktop.open_window(42, pid)
     reply = await started.call(ops.SESSION_END, session_id="s1", reason="done")
     assert reply == {"released_inputs": ["x", "ctrl"], "killed_pids": [pid]}
     assert started.desktop.closed_windows == [frozenset({42})]

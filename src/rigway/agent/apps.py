@@ -76,6 +76,8 @@ class AppTracker(Protocol):
 
     def kill_all(self) -> list[int]: ...
 
+    def owned_pids(self) -> frozenset[int]: ...
+
 
 @dataclass(frozen=True, slots=True)
 class _Launched:
@@ -155,6 +157,13 @@ class ProcessTracker:
     def kill_all(self) -> list[int]:
         """Session end: every launched app and everything it started."""
         return self.kill(None)
+
+    def owned_pids(self) -> frozenset[int]:
+        """Live processes `kill_all` would signal now: every launched tree, and every
+        process that carries this tracker's tag (escapees included). The session end
+        asks before the kill which windows these own, and closes only those."""
+        with self._lock:
+            return frozenset(proc.pid for proc in self._victims(list(self._apps.values()), None))
 
     def reap(self) -> list[int]:
         """Collect the exit status of apps that ended (no zombies); returns their pids."""

@@ -255,10 +255,13 @@ class Dispatcher:
         self._guard.interrupt()
         # Input and apps first: they are what a stuck stream must never hold up.
         released = await self._in_input_worker(self._guard.release_all)
+        # Which windows are the session's is asked before the kill, while their owners
+        # still run: a window can outlive its process (see `_session_windows`).
+        windows = await self._session_windows(session.window_baseline)
         no_pids: list[int] = []
         killed = await self._best_effort("kill launched apps", self._apps.kill_all, no_pids)
         await self._close_streams(session.session_id)
-        await self._close_new_windows(session.window_baseline)
+        await self._close_windows(windows)
         return ops.SessionEnded(released_inputs=released, killed_pids=killed)
 
     async def _close_streams(self, session_id: str) -> None:
@@ -275,15 +278,35 @@ class Dispatcher:
     async def _list_windows(self) -> frozenset[int] | None:
         return await self._best_effort("list windows", self._desktop.list_windows, None)
 
-    async def _close_new_windows(self, baseline: frozenset[int] | None) -> None:
+    async def _session_windows(self, baseline: frozenset[int] | None) -> frozenset[int]:
+        """Windows opened since the start by a process the session launched.
+
+        Only those: a window a local user opened meanwhile is not the session's, and
+        closing it would end, if it did not answer, with its owner killed. A window
+        whose owner the backend cannot tell (on X11 a remote client, which no launch
+        starts) stays open for the same reason. The owners are read while they still
+        run; a window can outlive its process (an X client in RetainPermanent mode), and
+        once the process is gone nothing ties the window to the session any more.
+        """
         if baseline is None:
-            return
+            return frozenset()
         now = await self._list_windows()
-        if now is None or not (now - baseline):
-            return
-        await self._best_effort(
-            "close windows", partial(self._desktop.close_windows, now - baseline), None
-        )
+        new = frozenset() if now is None else now - baseline
+        if not new:
+            return frozenset()
+
+        def attribute() -> frozenset[int]:
+            owners = self._desktop.window_owners(new)
+            ours = self._apps.owned_pids()
+            return frozenset(w for w, pid in owners.items() if pid is not None and pid in ours)
+
+        return await self._best_effort("find the session's windows", attribute, frozenset())
+
+    async def _close_windows(self, windows: frozenset[int]) -> None:
+        if windows:
+            await self._best_effort(
+                "close windows", partial(self._desktop.close_windows, windows), None
+            )
 
     async def _best_effort(self, what: str, fn: Callable[[], _T], default: _T) -> _T:
         # A restore step that fails must not stop the steps after it.

@@ -123,6 +123,11 @@ class Desktop(Protocol):
         """Ids of the top-level windows now open (a baseline for the safety restore)."""
         ...
 
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        """The pid of the process owning each of these windows still open; None when the
+        backend cannot tell (the session end then leaves that window alone)."""
+        ...
+
     def close_windows(self, window_ids: frozenset[int]) -> None:
         """Close these top-level windows politely, then by force."""
         ...

@@ -145,6 +145,10 @@ class SimDesktop:
     def list_windows(self) -> frozenset[int]:
         return frozenset({MAIN_WINDOW_ID})
 
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        # The sign-in window belongs to no process the session launched.
+        return {w: None for w in window_ids if w == MAIN_WINDOW_ID}
+
     def close_windows(self, window_ids: frozenset[int]) -> None:
         """A no-op: the sign-in window is the sim's fixture, present for its whole life.
 

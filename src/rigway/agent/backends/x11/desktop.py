@@ -113,6 +113,9 @@ class X11Desktop:
     def list_windows(self) -> frozenset[int]:
         return self._windows.list_windows()
 
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        return self._windows.window_owners(window_ids)
+
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self._windows.close_windows(window_ids)
 

@@ -1,4 +1,8 @@
-"""Top-level windows through EWMH: the baseline list and closing what appeared since.
+"""Top-level windows through EWMH: the list, who owns each, and closing some of them.
+
+The session end closes only the windows its launched processes own; the dispatcher
+decides that from `window_owners` (asked before the apps are killed: afterwards a
+window's owner may be gone) and hands the result to `close_windows`.
 
 Closing escalates: `_NET_CLOSE_WINDOW` (the window manager sends WM_DELETE_WINDOW, so an
 app may still ask "save changes?"), then, after a grace period, the owner process is
@@ -92,6 +96,11 @@ class X11Windows:
     def list_windows(self) -> frozenset[int]:
         with self._session():
             return frozenset(self._clients())
+
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        """The owner pid of each of these windows still open; None when unknown."""
+        with self._session() as conn:
+            return {w: window_owner_pid(conn, w) for w in self._clients() if w in window_ids}
 
     def _clients(self) -> list[int]:
         conn = self._conn
