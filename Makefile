@@ -32,7 +32,10 @@ typecheck: setup
 unit: setup
 	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q
 
-# The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one.
+# The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one: every
+# module of tests/gateway and tests/e2e whose tests touch the store (the database_url
+# fixture, or a database of its own) carries the `postgres` marker; the rest would only
+# add time. SDK, CLI and MCP tests reach the store through the same routes and stay out.
 unit-postgres: setup
 	@if [ -n "$${RIGWAY_TEST_DATABASE_URL:-}" ]; then \
 	  .venv/bin/pytest -q -m postgres tests/gateway tests/e2e; \

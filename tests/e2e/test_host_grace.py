@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rigway.gateway.hostlink.connection import HostConnection
 from tests.e2e.harness import Stack, running_stack
 from tests.e2e.raw_host import JPEG, pair_rig, raw_host
+
+pytestmark = pytest.mark.postgres
 
 # Graces far longer than a reconnect (the agent's first redial waits 0.25 to 0.5 s), so
 # only a grace that is not applied can end the session inside a test.

@@ -19,6 +19,8 @@ from rigway.protocol import Request, ops
 from tests.e2e.harness import Stack, running_stack
 from tests.e2e.raw_host import answer_like_a_plain_host, pair_rig, raw_host, targets
 
+pytestmark = pytest.mark.postgres
+
 OBSERVE_LEGS = frozenset({ops.SCREEN_CAPTURE, ops.SCREEN_DIRTY, ops.A11Y_TARGETS})
 
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rigway.agent.backends.base import Pixels
 from rigway.agent.backends.sim import SimDesktop
 from tests.e2e.harness import running_stack
+
+pytestmark = pytest.mark.postgres
 
 
 class GrabFailsWhenArmed(SimDesktop):

@@ -15,6 +15,8 @@ from rigway.cli.main import app
 from rigway.releases.manifest import load_public_key
 from tests.e2e.harness import running_stack
 
+pytestmark = pytest.mark.postgres
+
 runner = CliRunner()
 
 

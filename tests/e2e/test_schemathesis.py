@@ -37,6 +37,8 @@ from schemathesis.specs.openapi.checks import (
 
 from tests.e2e.harness import Stack, running_stack
 
+pytestmark = pytest.mark.postgres
+
 if TYPE_CHECKING:
     # The Case of an OpenAPI operation; schemathesis defines the alias for type checking only.
     from schemathesis.specs.openapi.schemas import OpenApiCase

@@ -16,6 +16,8 @@ import pytest
 
 from tests.e2e.harness import Stack
 
+pytestmark = pytest.mark.postgres
+
 CACHED = ';desc="cached"'
 
 

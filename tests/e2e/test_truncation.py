@@ -17,6 +17,8 @@ import pytest
 from rigway.client import AsyncRigway
 from tests.e2e.harness import Stack, running_stack
 
+pytestmark = pytest.mark.postgres
+
 # Below the sim sign-in window's control count (asserted on the default rig below).
 TINY_BUDGET = 3
 

@@ -32,7 +32,7 @@ from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
 from tests.e2e.harness import running_stack
 from tests.support.x_desktop import XDesktop, skip_reason
 
-pytestmark = pytest.mark.x11
+pytestmark = [pytest.mark.x11, pytest.mark.postgres]
 
 T = TypeVar("T")
 

@@ -16,6 +16,8 @@ from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.protocol import ops
 from tests.e2e.harness import Stack, running_stack
 
+pytestmark = pytest.mark.postgres
+
 # ---- the query it reads ------------------------------------------------------------------
 
 

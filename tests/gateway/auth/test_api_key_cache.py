@@ -18,6 +18,8 @@ from rigway.gateway.keys import service as key_service
 from rigway.gateway.keys.schemas import CreateKeyIn
 from tests.e2e.harness import Stack, running_stack
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def clock() -> FakeClock:

@@ -15,6 +15,8 @@ from rigway.gateway.identity.tokens import issue_console_token
 from tests.e2e.harness import Stack, running_stack
 from tests.gateway.console.pages import PASSWORD, ConsolePages, add_owner, csrf_of
 
+pytestmark = pytest.mark.postgres
+
 OWNER = "owner@example.com"
 INTRUDER = "intruder@example.com"
 

@@ -12,6 +12,8 @@ import pytest
 from tests.e2e.harness import Stack, running_stack
 from tests.e2e.raw_host import pair_rig, raw_host
 
+pytestmark = pytest.mark.postgres
+
 CLOSE_HEARTBEAT_TIMEOUT = 4408
 INTERVAL_S = 0.1  # silent for 3 intervals: closed
 
