@@ -21,10 +21,13 @@ import pytest
 import pytest_asyncio
 
 from rigway.agent.backends.sim import SimDesktop
+from rigway.agent.backends.sim.form import MAX_FIELD_CHARS
+from rigway.gateway.desktop.body_limit import input_body_limit
+from rigway.gateway.desktop.schemas import MAX_TEXT_CHARS
 from tests.e2e.harness import Stack, running_stack
 from tests.support.databases import create_postgres_database, drop_postgres_database
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
 
 JSON = {"Content-Type": "application/json"}
 SEED_TEXT = "seed"
@@ -418,30 +421,75 @@ async def test_rejected_app_kill_400_and_apps_survive(live: Live, body: str) -> 
 # ---- body size ----------------------------------------------------------------------------
 
 
-def _oversized(stack: Stack) -> bytes:
-    limit = stack.services.settings.max_body_bytes
-    return json.dumps({"events": [{"type": "type_text", "text": "z" * (limit + 1)}]}).encode()
+def _input_limit(stack: Stack) -> int:
+    return input_body_limit(stack.services.settings.max_body_bytes)
 
 
-async def test_body_over_limit_413_and_nothing_ran(live: Live) -> None:
-    body = _oversized(live.stack)
+def _padded_batch(size: int) -> bytes:
+    """A valid one-event batch (types "a") padded with JSON whitespace to `size` bytes:
+    refused, it can only have been for its size."""
+    batch = _batch(TYPE_A).encode()
+    return batch + b" " * (size - len(batch))
+
+
+async def _chunks(body: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(body), 256 * 1024):
+        yield body[start : start + 256 * 1024]
+
+
+async def test_largest_valid_input_batch_200_all_ran(live: Live) -> None:
+    """100 events of 10,000 emoji, escaped as json.dumps does by default (12 bytes
+    each): 12 MB, far over the general limit, and a batch the contract allows."""
+    emoji = "\U0001f600"
+    events = [{"type": "type_text", "text": emoji * MAX_TEXT_CHARS}] * 100
+    body = json.dumps({"events": events}).encode()
+    assert len(body) > live.stack.services.settings.max_body_bytes
+    response = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
+    assert response.json() == {"ok": True, "count": 100}
+    # The sim's field keeps its first MAX_FIELD_CHARS characters.
+    typed = live.stack.sim().field_text("username")
+    assert typed == (SEED_TEXT + emoji * MAX_FIELD_CHARS)[:MAX_FIELD_CHARS]
+    session = (await live.stack.client.get(live.url)).json()
+    assert session["action_count"] == 102
+
+
+async def test_input_body_of_exactly_its_limit_200(live: Live) -> None:
+    body = _padded_batch(_input_limit(live.stack))
+    response = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
+    assert response.json() == {"ok": True, "count": 1}
+    assert live.stack.sim().field_text("username") == SEED_TEXT + "a"
+
+
+async def test_input_body_one_byte_over_its_limit_413_and_nothing_ran(live: Live) -> None:
+    body = _padded_batch(_input_limit(live.stack) + 1)
     response = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
     assert_error(response, 413, "invalid_request")
     await live.assert_untouched()
 
 
-async def test_streamed_body_over_limit_413_and_nothing_ran(live: Live) -> None:
+async def test_streamed_input_body_one_byte_over_its_limit_413_and_nothing_ran(
+    live: Live,
+) -> None:
     """No Content-Length (chunked upload): the limit must hold while the body streams."""
-    body = _oversized(live.stack)
-
-    async def chunks() -> AsyncIterator[bytes]:
-        for start in range(0, len(body), 8192):
-            yield body[start : start + 8192]
-
-    response = await live.stack.client.post(f"{live.url}/input", content=chunks(), headers=JSON)
+    body = _padded_batch(_input_limit(live.stack) + 1)
+    response = await live.stack.client.post(
+        f"{live.url}/input", content=_chunks(body), headers=JSON
+    )
     assert "content-length" not in response.request.headers
     assert_error(response, 413, "invalid_request")
     await live.assert_untouched()
+
+
+async def test_app_launch_keeps_the_general_limit_413_and_nothing_launched(live: Live) -> None:
+    """Only input has the larger limit: a launch body one byte over the general one
+    (a launch that would otherwise start) is refused."""
+    launch = json.dumps({"path": "sleep", "args": ["30"]}).encode()
+    body = launch + b" " * (live.stack.services.settings.max_body_bytes + 1 - len(launch))
+    response = await live.stack.client.post(f"{live.url}/app/launch", content=body, headers=JSON)
+    assert_error(response, 413, "invalid_request")
+    await live.assert_untouched()
+    killed = await live.stack.client.post(f"{live.url}/app/kill", json={})
+    assert killed.json() == {"ok": True, "killed": []}
 
 
 async def test_session_create_body_over_limit_413_and_no_session(stack: Stack) -> None:

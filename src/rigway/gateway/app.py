@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -27,8 +28,10 @@ from rigway.gateway.auth.console_tokens import (
 from rigway.gateway.clock import Clock, SystemClock
 from rigway.gateway.console.routes import router as console_router
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
+from rigway.gateway.desktop.body_limit import input_body_limit
 from rigway.gateway.desktop.fast_lane import ScreenshotFastLane
 from rigway.gateway.desktop.routes import router as desktop_router
+from rigway.gateway.desktop.routes import send_input
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.errors import ApiError, api_error_response, internal_error_response
 from rigway.gateway.hostlink.registry import HostRegistry
@@ -38,7 +41,7 @@ from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.keys.routes import router as keys_router
 from rigway.gateway.keys.service import KeyService
-from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware
+from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
 from rigway.gateway.operations import router as operations_router
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.releases.routes import router as releases_router
@@ -216,10 +219,30 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     ):
         app.include_router(router)
     _declare_400_not_422(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        routes=_own_body_limits(settings),
+    )
     app.add_middleware(RequestIdMiddleware)
     _put_fast_lane_in_front(app, services)
     return app
+
+
+def _own_body_limits(settings: GatewaySettings) -> list[RouteBodyLimit]:
+    """An input batch may need far more than the general limit (up to 100 events of
+    10,000 characters each): the input route's limit follows the batch's bounds, never
+    below the general one. The path is the route's own (its router is included without
+    a prefix), so the two cannot drift apart."""
+    input_max_bytes = input_body_limit(settings.max_body_bytes)
+    limits = [
+        RouteBodyLimit(frozenset(route.methods or ()), route.path_regex, input_max_bytes)
+        for route in desktop_router.routes
+        if isinstance(route, APIRoute) and route.endpoint is send_input
+    ]
+    if not limits:
+        raise RuntimeError("the input route is not on the desktop router")
+    return limits
 
 
 def _put_fast_lane_in_front(app: FastAPI, services: Services) -> None:

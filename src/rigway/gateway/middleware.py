@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -12,20 +15,39 @@ class _BodyTooLarge(Exception):
     pass
 
 
-class BodyLimitMiddleware:
-    """Refuses bodies over `max_bytes` with 413, by Content-Length or while streaming."""
+@dataclass(frozen=True, slots=True)
+class RouteBodyLimit:
+    """A route whose bodies have a limit of their own: `methods` on a path that
+    `path` matches whole."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    methods: Collection[str]
+    path: re.Pattern[str]
+    max_bytes: int
+
+
+class BodyLimitMiddleware:
+    """Refuses bodies over the limit with 413, by Content-Length or while streaming: the
+    limit of the first of `routes` that matches the request, else `max_bytes`."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, routes: Sequence[RouteBodyLimit] = ()) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.routes = tuple(routes)
+
+    def limit_for(self, method: str, path: str) -> int:
+        for route in self.routes:
+            if method in route.methods and route.path.fullmatch(path):
+                return route.max_bytes
+        return self.max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        max_bytes = self.limit_for(scope["method"], scope["path"])
         declared = dict(scope["headers"]).get(b"content-length")
-        too_large = f"invalid_request: body larger than {self.max_bytes} bytes"
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+        too_large = f"invalid_request: body larger than {max_bytes} bytes"
+        if declared is not None and (not declared.isdigit() or int(declared) > max_bytes):
             await _send_error(send, 413, too_large)
             return
         received = 0
@@ -37,7 +59,7 @@ class BodyLimitMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > max_bytes:
                     # Answer 413 here: the framework would turn any error raised while
                     # it reads the body into its own 400.
                     if not started and not refused:

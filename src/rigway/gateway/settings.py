@@ -24,6 +24,7 @@ class GatewaySettings(BaseModel):
     redis_url: str | None = None
     public_base_url: str = "http://127.0.0.1:8080"
 
+    # Every route's body limit but input's, which follows its batch's bounds (body_limit.py).
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     max_session_age_s: float = Field(default=8 * 3600, gt=0)
     max_concurrent_sessions: int = Field(default=5, ge=1)
