@@ -799,9 +799,10 @@ async def reconnect_fake_host(
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def bare_stack(tmp_path: Path) -> AsyncIterator[Stack]:
-    """No sim rig; short host deadlines so the 504 paths answer in half a second."""
+    """No sim rig; short host deadlines so the 504 paths answer within a second (the
+    'other' deadline stays longer than the screen one, as in production)."""
     async with _stack(
-        tmp_path, rigs=0, screen_timeout_s=0.5, session_start_timeout_s=0.5
+        tmp_path, rigs=0, screen_timeout_s=0.5, host_timeout_s=1.0, session_start_timeout_s=0.5
     ) as running:
         yield running
 
@@ -941,7 +942,7 @@ async def test_host_silent_on_targets_200_empty_list(bare_stack: Stack) -> None:
         session_id = await _start(bare_stack, host)
         response = await bare_stack.client.get(f"/v1/sessions/{session_id}/targets")
         assert response.status_code == 200, response.text
-        assert response.json() == {"width": 1920, "height": 1080, "targets": []}
+        assert response.json() == {"width": 1920, "height": 1080, "targets": [], "truncated": False}
 
 
 async def test_unacknowledged_session_start_504_and_session_failed(bare_stack: Stack) -> None:
