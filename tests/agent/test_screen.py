@@ -53,6 +53,18 @@ async def test_damage_invalidates_the_cache(screen: ScreenService, desktop: Fake
     assert not again.cached
 
 
+async def test_damage_after_the_grab_is_never_hidden_by_the_new_frame(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    # The reply is out; the screen changes before the next poll.
+    await screen.capture(CaptureParams(), lambda _: desktop.damage(Rect(0, 0, 5, 5)))
+    again = await screen.capture(CaptureParams())
+    assert not again.cached
+    assert desktop.grab_count == 2
+    dirty = await screen.take_dirty()
+    assert [list(rect) for rect in dirty.rects] == [[0, 0, 5, 5]]
+
+
 async def test_different_params_reencode(screen: ScreenService, desktop: FakeDesktop) -> None:
     await screen.capture(CaptureParams(quality=85))
     other_quality = await screen.capture(CaptureParams(quality=60))
