@@ -145,15 +145,10 @@ async def pair_rig(stack: Stack, name: str = "raw") -> tuple[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def raw_host(
-    base_url: str,
-    rig_token: str,
-    answer: Answer = answer_like_a_plain_host,
-    *,
-    open_session_ids: Sequence[str] = (),
-    answer_pings: bool = True,
-) -> AsyncIterator[RawHost]:
-    """Connected, hello sent and welcome read; serving until the block ends."""
+async def host_link(
+    base_url: str, rig_token: str, open_session_ids: Sequence[str] = ()
+) -> AsyncIterator[tuple[ClientConnection, Welcome]]:
+    """A host's link to the gateway, dialled by hand: hello sent, welcome read."""
     url = "ws" + base_url.removeprefix("http") + "/v1/agent/connect"
     async with connect(
         url,
@@ -172,7 +167,20 @@ async def raw_host(
             open_session_ids=list(open_session_ids),
         )
         await ws.send(encode_text(hello.model_dump()))
-        welcome = Welcome.model_validate(decode_frame(await ws.recv())[0])
+        yield ws, Welcome.model_validate(decode_frame(await ws.recv())[0])
+
+
+@contextlib.asynccontextmanager
+async def raw_host(
+    base_url: str,
+    rig_token: str,
+    answer: Answer = answer_like_a_plain_host,
+    *,
+    open_session_ids: Sequence[str] = (),
+    answer_pings: bool = True,
+) -> AsyncIterator[RawHost]:
+    """Connected, hello sent and welcome read; serving until the block ends."""
+    async with host_link(base_url, rig_token, open_session_ids) as (ws, welcome):
         host = RawHost(ws, welcome, answer, answer_pings=answer_pings)
         serving = asyncio.create_task(host.serve())
         try:

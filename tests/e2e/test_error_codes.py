@@ -32,12 +32,12 @@ from rigway.protocol import (
     Hello,
     Pong,
     Request,
-    Welcome,
     decode_frame,
     encode_text,
     ops,
 )
 from tests.e2e.harness import Stack, running_stack
+from tests.e2e.raw_host import host_link
 from tests.support.databases import create_postgres_database, drop_postgres_database
 from tests.support.rate_windows import inside_one_window
 
@@ -768,23 +768,7 @@ async def reconnect_fake_host(
     stack: Stack, rig_id: str, rig_token: str, replies: Mapping[str, dict[str, Any] | None]
 ) -> AsyncIterator[FakeHost]:
     """A host of an already paired rig connecting (again), running no session."""
-    url = "ws" + stack.base_url.removeprefix("http") + "/v1/agent/connect"
-    async with connect(
-        url,
-        additional_headers={"Authorization": f"Bearer {rig_token}"},
-        compression=None,
-    ) as ws:
-        hello = Hello(
-            protocol=PROTOCOL_VERSION,
-            agent_version="0.0.0-fake",
-            os="fake-os",
-            backend="fake",
-            capture_mode="fake",
-            native_width=1920,
-            native_height=1080,
-        )
-        await ws.send(encode_text(hello.model_dump()))
-        welcome = Welcome.model_validate(decode_frame(await ws.recv())[0])
+    async with host_link(stack.base_url, rig_token) as (ws, welcome):
         assert welcome.rig_id == rig_id
         host = FakeHost(rig_id, rig_token, dict(replies))
         serving = asyncio.create_task(host.serve(ws))
