@@ -6,13 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from rigway.agent.accessibility import AccessibilityService
-from rigway.agent.backends.base import WalkBudget
 from rigway.agent.dispatch import Dispatcher
-from rigway.agent.safety import InputGuard
-from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
+from tests.agent.assembly import dispatcher_over
 from tests.agent.fakes import FakeApps, FakeDesktop
 
 LOCAL_USER_PID = 77
@@ -26,13 +23,7 @@ class UnreadableOwners(FakeDesktop):
 async def _dispatcher(
     desktop: FakeDesktop, apps: FakeApps, screen_worker: SerialWorker, a11y_worker: SerialWorker
 ) -> Dispatcher:
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        InputGuard(desktop),
-        apps,
-    )
+    dispatcher = dispatcher_over(desktop, apps, screen_worker, a11y_worker)
     await dispatcher.handle(ops.SESSION_START, {"session_id": "s1", "mode": "desktop"})
     return dispatcher
 

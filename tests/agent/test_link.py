@@ -13,7 +13,6 @@ import simplejpeg
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.protocol import State
 
-from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.backends.base import AccessibilitySnapshot, Pixels, WalkBudget
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.dispatch import Dispatcher
@@ -25,10 +24,9 @@ from rigway.agent.link import (
     backoff_delay_s,
 )
 from rigway.agent.link_connection import DirectClientConnection
-from rigway.agent.safety import InputGuard
-from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
+from tests.agent.assembly import dispatcher_over
 from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway
 from tests.agent.fakes import FakeApps, RecordingDesktop
 
@@ -71,14 +69,7 @@ async def agent(
     sim = SimDesktop()
     desktop = RecordingDesktop(sim)
     apps = FakeApps()
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        InputGuard(desktop),
-        apps,
-        input_executor=input_worker,
-    )
+    dispatcher = dispatcher_over(desktop, apps, screen_worker, a11y_worker, input_worker)
     yield Agent(sim, desktop, apps, dispatcher)
     await dispatcher.close()
 
@@ -279,14 +270,7 @@ async def test_observe_legs_run_concurrently(
     sim = SimDesktop()
     desktop = LegsMustMeet(sim)
     apps = FakeApps()
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        InputGuard(desktop),
-        apps,
-        input_executor=input_worker,
-    )
+    dispatcher = dispatcher_over(desktop, apps, screen_worker, a11y_worker, input_worker)
     agent = Agent(sim, desktop, apps, dispatcher)
     link = agent.link(gateway.url)
     task = asyncio.create_task(link.run())

@@ -14,16 +14,13 @@ from dataclasses import dataclass
 import psutil
 import pytest
 
-from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.apps import ProcessTracker
-from rigway.agent.backends.base import WalkBudget
 from rigway.agent.backends.x11 import X11Desktop
 from rigway.agent.backends.x11.windows import window_owner_pid, window_title
 from rigway.agent.dispatch import Dispatcher
-from rigway.agent.safety import InputGuard
-from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
+from tests.agent.assembly import dispatcher_over
 from tests.support.x_desktop import LaunchedApps, XDesktop, wait_until
 
 pytestmark = pytest.mark.x11
@@ -69,13 +66,7 @@ class Session:
 async def session(x11_backend: X11Desktop, x_desktop: XDesktop) -> AsyncIterator[Session]:
     screen_worker, a11y_worker = SerialWorker("test-screen"), SerialWorker("test-a11y")
     tracker = ProcessTracker(env=x_desktop.env)
-    dispatcher = Dispatcher(
-        x11_backend,
-        ScreenService(x11_backend, screen_worker),
-        AccessibilityService(x11_backend, a11y_worker, WalkBudget()),
-        InputGuard(x11_backend),
-        tracker,
-    )
+    dispatcher = dispatcher_over(x11_backend, tracker, screen_worker, a11y_worker)
     await dispatcher.handle(ops.SESSION_START, {"session_id": SESSION, "mode": "desktop"})
     try:
         yield Session(dispatcher, tracker)

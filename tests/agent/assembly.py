@@ -1,0 +1,31 @@
+"""A Dispatcher assembled over a desktop the way the agent's runner does it, for tests
+that drive the core through a fake or a real backend."""
+
+from __future__ import annotations
+
+from concurrent.futures import Executor
+
+from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.apps import AppTracker
+from rigway.agent.backends.base import Desktop, WalkBudget
+from rigway.agent.dispatch import Dispatcher
+from rigway.agent.safety import InputGuard
+from rigway.agent.screen import ScreenService
+from rigway.agent.worker import SerialWorker
+
+
+def dispatcher_over(
+    desktop: Desktop,
+    apps: AppTracker,
+    screen_worker: SerialWorker,
+    a11y_worker: SerialWorker,
+    input_worker: Executor | None = None,
+) -> Dispatcher:
+    return Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        InputGuard(desktop),
+        apps,
+        input_executor=input_worker,
+    )
