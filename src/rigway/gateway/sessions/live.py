@@ -52,8 +52,7 @@ class LiveSession:
 
     def record_activity(self, now: datetime, actions: int) -> None:
         self.last_activity_at = max(self.last_activity_at, now)
-        self.action_count += actions
-        self.has_unflushed_activity = True
+        self.count_actions(actions)
 
     def count_actions(self, actions: int) -> None:
         """Actions that are not activity (app launch and kill): counted in
