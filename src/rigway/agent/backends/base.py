@@ -89,7 +89,11 @@ class Desktop(Protocol):
         ...
 
     def grab(self) -> Pixels:
-        """A fresh full-desktop capture, BGRA (height, width, 4)."""
+        """A fresh full-desktop capture, BGRA (height, width, 4).
+
+        Valid until the next `grab` or `close`: a backend may hand out a view over its
+        capture buffer (x11's shared memory), so a caller that keeps the pixels past
+        that, or hands them to another thread, copies them."""
         ...
 
     def poll_damage(self) -> list[Rect]:

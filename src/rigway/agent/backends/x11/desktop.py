@@ -1,10 +1,11 @@
 """`X11Desktop`: the `Desktop` protocol on an X server, composed from one object per role.
 
 Threading (see `backends/base.py`): the agent calls input, screen and accessibility from
-three threads. Each role owns its connections (input: python-xlib; screen: mss and an
-xcffib connection for DAMAGE; accessibility: the a11y D-Bus plus python-xlib; windows:
-python-xlib), opens them lazily in the thread that first uses them, and guards them with
-its own lock, so a call from an unexpected thread is safe too.
+three threads. Each role owns its connections (input: python-xlib; screen: xcffib for
+the MIT-SHM capture, mss as its fallback, and xcffib for DAMAGE; accessibility: the a11y
+D-Bus plus python-xlib; windows: python-xlib), opens them lazily in the thread that
+first uses them, and guards them with its own lock, so a call from an unexpected thread
+is safe too.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ class X11Desktop:
         return self._size
 
     def grab(self) -> Pixels:
+        """BGRA (height, width, 4), valid only until the next `grab` or `close`.
+
+        Usually a view over the shared-memory segment the X server writes into (see
+        `ScreenCapture.grab`): the next grab overwrites it in place, so a caller that keeps
+        pixels past that, or hands them to another thread, must copy them first.
+        """
         with self._screen_lock:
             # Damage starts with the first screen call, so nothing drawn after this grab
             # can be missed by the next poll.
