@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import simplejpeg
 
-from rigway.agent.backends.base import Rect
+from rigway.agent.backends.base import Pixels, Rect
 from rigway.agent.imaging import Mark
+from rigway.agent.runner import encode_thread_count
 from rigway.agent.screen import (
     MAX_DIRTY_RECTS,
     CaptureParams,
@@ -160,6 +162,93 @@ async def test_reset_forgets_damage_and_frame(screen: ScreenService, desktop: Fa
     await screen.reset()
     assert (await screen.take_dirty()).rects == []
     assert not (await screen.capture(CaptureParams())).cached
+
+
+def _decoded(jpeg: bytes) -> Pixels:
+    pixels: Pixels = simplejpeg.decode_jpeg(jpeg, colorspace="BGR")
+    return pixels
+
+
+def _paint(desktop: FakeDesktop, top: int, value: int) -> None:
+    desktop.pixels[top : top + 16, 40:120, :3] = value
+
+
+async def test_a_changed_whole_desktop_is_encoded_again_where_damage_says(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    await screen.capture(CaptureParams())
+    _paint(desktop, 8, 0)  # strip 0
+    _paint(desktop, 136, 0)  # strip 2
+    desktop.damage(Rect(40, 8, 80, 16), Rect(40, 136, 80, 16))
+    fresh = await screen.capture(CaptureParams())
+    expected = simplejpeg.encode_jpeg(
+        desktop.pixels, quality=85, colorspace="BGRA", colorsubsampling="420"
+    )
+    assert np.array_equal(_decoded(fresh.jpeg), _decoded(expected))
+    # Damage is what decides: a strip changed without damage keeps its old bytes, which
+    # shows the others were not encoded again (a real backend reports every change).
+    _paint(desktop, 72, 0)  # strip 1, not reported
+    _paint(desktop, 8, 255)  # strip 0, reported
+    desktop.damage(Rect(40, 8, 80, 16))
+    partial = _decoded((await screen.capture(CaptureParams())).jpeg)
+    assert partial[72:88, 40:120].mean() > 150  # still the old light grey
+    assert partial[8:24, 40:120].mean() > 240
+
+
+async def test_region_and_scaled_captures_leave_the_whole_desktop_strips_right(
+    screen: ScreenService, desktop: FakeDesktop
+) -> None:
+    await screen.capture(CaptureParams())
+    _paint(desktop, 136, 0)
+    desktop.damage(Rect(40, 136, 80, 16))
+    await screen.capture(CaptureParams(region=Rect(0, 0, 64, 64)))
+    await screen.capture(CaptureParams(max_width=100))
+    whole = await screen.capture(CaptureParams())
+    assert not whole.cached
+    assert _decoded(whole.jpeg)[136:152, 40:120].mean() < 10
+
+
+async def test_without_damage_every_whole_capture_is_encoded_whole(
+    screen_worker: SerialWorker,
+) -> None:
+    desktop = FakeDesktop(320, 200, has_damage=False)
+    screen = ScreenService(desktop, screen_worker)
+    await screen.capture(CaptureParams())
+    _paint(desktop, 72, 0)  # nothing can report it
+    again = await screen.capture(CaptureParams())
+    assert _decoded(again.jpeg)[72:88, 40:120].mean() < 10
+
+
+async def test_reset_forgets_the_strips(screen: ScreenService, desktop: FakeDesktop) -> None:
+    await screen.capture(CaptureParams())
+    _paint(desktop, 72, 0)  # unreported, so only a whole encode shows it
+    await screen.reset()
+    desktop.damage(Rect(0, 0, 1, 1))
+    again = await screen.capture(CaptureParams())
+    assert _decoded(again.jpeg)[72:88, 40:120].mean() < 10
+
+
+class _SharedBufferDesktop(FakeDesktop):
+    """Hands out its live buffer, as a zero-copy capture does."""
+
+    def grab(self) -> Pixels:
+        self.grab_count += 1
+        return self.pixels
+
+
+async def test_stream_pixels_are_the_streams_own(screen_worker: SerialWorker) -> None:
+    desktop = _SharedBufferDesktop(64, 32)
+    screen = ScreenService(desktop, screen_worker)
+    watch = await screen.open_watch()
+    pixels = await screen.stream_pixels(watch)
+    assert pixels is not None
+    desktop.pixels[:] = 0  # the next grab overwrites the live buffer
+    assert int(pixels.min()) == 200
+
+
+def test_the_runner_encodes_with_one_thread_per_cpu_up_to_four() -> None:
+    assert encode_thread_count(3) == 3
+    assert 1 <= encode_thread_count(None) <= 4
 
 
 def test_merge_joins_touching_rects_transitively() -> None:

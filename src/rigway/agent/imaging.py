@@ -7,7 +7,7 @@ encoder takes BGRA directly, so no colour conversion copy is made.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -172,10 +172,13 @@ def render_jpeg(
     max_width: int | None,
     region: Rect | None,
     marks: Sequence[Mark] = (),
+    encode: Callable[[Pixels, int], bytes] = encode_jpeg,
 ) -> EncodedImage:
     """Region first, then the long-edge cap, then marks in output space, then JPEG.
 
-    `marked` is True only when at least one mark falls inside the image."""
+    `marked` is True only when at least one mark falls inside the image. `encode` turns
+    the final image and the quality into a JPEG (the screen service's encodes strips
+    in parallel)."""
     cropped = crop(frame, region)
     crop_h, crop_w = cropped.shape[:2]
     image = downscale(cropped, max_width)
@@ -185,4 +188,5 @@ def render_jpeg(
     marked = len(visible) > 0
     if marked:
         image = draw_marks(image, visible, origin=origin, scale=(out_w / crop_w, out_h / crop_h))
-    return EncodedImage(jpeg=encode_jpeg(image, quality), width=out_w, height=out_h, marked=marked)
+    jpeg = encode(np.ascontiguousarray(image), quality)
+    return EncodedImage(jpeg=jpeg, width=out_w, height=out_h, marked=marked)

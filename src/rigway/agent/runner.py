@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import ipaddress
 import logging
+import os
 import platform
 import socket
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.apps import AppTracker, ProcessTracker
 from rigway.agent.backends.base import Desktop, WalkBudget
 from rigway.agent.dispatch import Dispatcher
+from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
@@ -68,6 +70,8 @@ class AgentSettings:
     session_grace_s: float = 10.0
     max_walk_elements: int = 500
     walk_deadline_s: float = 1.5
+    # Threads that encode a screenshot's JPEG strips; None: one per CPU, at most 4.
+    encode_threads: int | None = None
     stream: StreamSettings = field(default_factory=StreamSettings)
 
     def __post_init__(self) -> None:
@@ -80,6 +84,8 @@ class AgentSettings:
             raise ValueError("heartbeat_interval_s must be > 0 and session_grace_s >= 0")
         if self.max_walk_elements < 1 or self.walk_deadline_s <= 0:
             raise ValueError("max_walk_elements must be >= 1 and walk_deadline_s > 0")
+        if self.encode_threads is not None and self.encode_threads < 1:
+            raise ValueError("encode_threads must be >= 1")
         connect_url(self.gateway_url)
 
 
@@ -149,7 +155,9 @@ async def run_agent(
     screen_worker = SerialWorker("rigway-screen")
     a11y_worker = SerialWorker("rigway-a11y")
     budget = WalkBudget(settings.max_walk_elements, settings.walk_deadline_s)
-    screen = ScreenService(desktop, screen_worker)
+    # The screen worker encodes too; the rest are helpers.
+    encoder = StripEncoder(helpers=encode_thread_count(settings.encode_threads) - 1)
+    screen = ScreenService(desktop, screen_worker, encoder)
     dispatcher = Dispatcher(
         desktop,
         screen,
@@ -177,7 +185,19 @@ async def run_agent(
         input_worker.shutdown(wait=True)
         # A backend stuck in a walk or a grab must not hold the agent's exit hostage.
         screen_worker.shutdown(wait=False, cancel_futures=True)
+        encoder.close()
         a11y_worker.shutdown(wait=False, cancel_futures=True)
+
+
+MAX_ENCODE_THREADS = 4
+
+
+def encode_thread_count(configured: int | None) -> int:
+    """Threads for JPEG strips: as configured, else one per CPU up to 4 (a 1080p frame
+    has 17 strips; past four threads the hand-offs cost what the split saves)."""
+    if configured is not None:
+        return configured
+    return max(1, min(os.cpu_count() or 1, MAX_ENCODE_THREADS))
 
 
 def open_streams(settings: StreamSettings, screen: ScreenService) -> StreamControl | None:

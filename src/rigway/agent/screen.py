@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rigway.agent.backends.base import Desktop, Pixels, Rect
-from rigway.agent.imaging import EncodedImage, Mark, render_jpeg
+from rigway.agent.imaging import EncodedImage, Mark, render_jpeg, scaled_size
+from rigway.agent.jpeg_strips import StripEncoder, StripJpeg, strips_touched
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 
@@ -169,13 +170,23 @@ class _CachedFrame:
 
 class ScreenService:
     """Captures and dirty reads for the dispatcher; all backend work on `worker`, the
-    backend's screen thread."""
+    backend's screen thread.
 
-    def __init__(self, desktop: Desktop, worker: SerialWorker) -> None:
+    JPEGs are encoded in strips by `encoder` (by default on the screen worker alone).
+    The last full-desktop frame is kept in strips too, with the strips damage touched
+    since: the next full-desktop capture of a changed screen re-encodes only those
+    (docs/decisions/0011-jpeg-in-strips.md)."""
+
+    def __init__(
+        self, desktop: Desktop, worker: SerialWorker, encoder: StripEncoder | None = None
+    ) -> None:
         self._desktop = desktop
         self._worker = worker
+        self._encoder = StripEncoder(helpers=0) if encoder is None else encoder
         self._dirty = DirtyAccumulator()
         self._cache: _CachedFrame | None = None
+        self._strips: StripJpeg | None = None
+        self._changed_strips: set[int] = set()
         self._watches: list[StreamWatch] = []
 
     async def capture(
@@ -234,6 +245,9 @@ class ScreenService:
         self._dirty.add(rects, width, height)
         if self._cache is not None:
             self._cache.is_stale = True
+        if self._strips is not None:
+            for rect in rects:
+                self._changed_strips.update(strips_touched(rect, height))
         for watch in self._watches:
             watch.changed = True
 
@@ -245,7 +259,8 @@ class ScreenService:
         # Cleared before the grab: damage landing during it sets the flag again, which
         # costs one redundant frame at most and never holds a stale one.
         watch.changed = False
-        return self._desktop.grab()
+        # A grab may be a view the next grab overwrites; the stream encodes elsewhere.
+        return self._desktop.grab().copy()
 
     def _close_watch(self, watch: StreamWatch) -> None:
         if watch in self._watches:
@@ -277,15 +292,31 @@ class ScreenService:
             width, height = grabbed_w, grabbed_h
             _check_region(params.region, width, height)
             key = _CacheKey(params, (width, height))
-        image = render_jpeg(
-            frame,
-            quality=params.quality,
-            max_width=params.max_width,
-            region=params.region,
-            marks=params.marks,
-        )
+        if _is_whole_desktop(params, width, height):
+            image = self._encode_whole_desktop(frame, params.quality)
+        else:
+            image = render_jpeg(
+                frame,
+                quality=params.quality,
+                max_width=params.max_width,
+                region=params.region,
+                marks=params.marks,
+                encode=self._encoder.encode_whole,
+            )
         self._cache = _CachedFrame(key, image)
         return _frame(image, key, started, cached=False)
+
+    def _encode_whole_desktop(self, frame: Pixels, quality: int) -> EncodedImage:
+        """The frame as strips, reusing those of the last whole-desktop frame that no
+        damage touched since. Damage that lands between the poll and the grab is not in
+        `changed` yet: its strips keep their old bytes in this frame (as if the grab
+        had come first) and are re-encoded by the next capture, whose poll reports it."""
+        height, width = frame.shape[:2]
+        previous = self._strips if self._desktop.has_damage else None
+        strips = self._encoder.encode(frame, quality, reuse=previous, changed=self._changed_strips)
+        self._strips = strips
+        self._changed_strips = set()
+        return EncodedImage(jpeg=strips.join(), width=width, height=height, marked=False)
 
     def _take_dirty(self) -> ops.DirtyRects:
         width, height = self._desktop.native_size()
@@ -309,6 +340,8 @@ class ScreenService:
             self._desktop.poll_damage()
         self._dirty.clear()
         self._cache = None
+        self._strips = None
+        self._changed_strips = set()
         for watch in self._watches:
             watch.changed = True
 
@@ -323,6 +356,15 @@ def _frame(image: EncodedImage, key: _CacheKey, started: float, *, cached: bool)
         host_jpeg_ms=(time.perf_counter() - started) * 1000.0,
         cached=cached,
         marked=image.marked,
+    )
+
+
+def _is_whole_desktop(params: CaptureParams, width: int, height: int) -> bool:
+    """Is the image the desktop itself, pixel for pixel (no region, scale or marks)?"""
+    return (
+        params.region is None
+        and not params.marks
+        and scaled_size(width, height, params.max_width) == (width, height)
     )
 
 
