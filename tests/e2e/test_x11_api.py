@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
+import numpy as np
 import psutil
 import pytest
+import simplejpeg
 
 from rigway.agent.apps import LAUNCH_TAG_ENV, ProcessTracker
 from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
@@ -386,6 +388,34 @@ async def test_unchanged_screen_screenshot_is_served_from_cached_jpeg(api: Api) 
     assert host_jpeg_entry(first).endswith('desc="cached"') is False
     assert host_jpeg_entry(second).endswith(';desc="cached"')
     assert second.content == first.content
+
+
+async def test_a_changed_screen_shot_reencoding_only_changed_strips_shows_the_screen(
+    api: Api,
+) -> None:
+    # The host keeps the last whole-desktop JPEG as 64-row strips and re-encodes only
+    # those damage touched; the result must be the screen as a fresh whole encode sees it.
+    await api.launch("zenity", "--entry", "--title=Strips", "--text=Type")
+    await focused(api, "text")
+    await quiet(api)
+    before = simplejpeg.decode_jpeg((await api.screenshot(quality=85)).content)
+
+    await api.input({"type": "type_text", "text": "only these strips changed"})
+    await poll(lambda: _nonempty(api.dirty()), "damage from the typing")
+    await quiet(api)
+    after = await api.screenshot(quality=85)
+    width, height = before.shape[1], before.shape[0]
+    # A region is never served from strips: this one is captured and encoded whole.
+    whole = await api.screenshot(quality=85, x=0, y=0, w=width, h=height)
+
+    assert not host_jpeg_entry(after).endswith('desc="cached"')
+    after_pixels = simplejpeg.decode_jpeg(after.content)
+    assert np.array_equal(after_pixels, simplejpeg.decode_jpeg(whole.content))
+    assert not np.array_equal(after_pixels, before)
+
+
+async def _nonempty(rects: Awaitable[list[list[int]]]) -> bool:
+    return await rects != []
 
 
 def test_rigway_up_x11_without_display_exits_2_with_message(tmp_path: Path) -> None:
