@@ -177,8 +177,8 @@ def render_jpeg(
     """Region first, then the long-edge cap, then marks in output space, then JPEG.
 
     `marked` is True only when at least one mark falls inside the image. `encode` turns
-    the final image and the quality into a JPEG (the screen service's encodes strips
-    in parallel)."""
+    the final image and the quality into a JPEG (the screen service passes its strip
+    encoder's, which encodes on several threads)."""
     cropped = crop(frame, region)
     crop_h, crop_w = cropped.shape[:2]
     image = downscale(cropped, max_width)
