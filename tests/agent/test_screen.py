@@ -228,6 +228,38 @@ async def test_reset_forgets_the_strips(screen: ScreenService, desktop: FakeDesk
     assert _decoded(again.jpeg)[72:88, 40:120].mean() < 10
 
 
+class _LaggingSizeDesktop(FakeDesktop):
+    """Learns its size from its grabs, as the x11 backend does: after a resize,
+    `native_size` and the damage clipped to it are stale until the next grab."""
+
+    def __init__(self, width: int, height: int) -> None:
+        super().__init__(width, height)
+        self.size = (width, height)
+
+    def resize_to(self, height: int, value: int) -> None:
+        self.pixels = np.full((height, self.pixels.shape[1], 4), value, dtype=np.uint8)
+
+    def grab(self) -> Pixels:
+        self.size = (self.pixels.shape[1], self.pixels.shape[0])
+        return super().grab()
+
+
+async def test_strips_from_before_a_resize_are_never_reused(
+    screen_worker: SerialWorker,
+) -> None:
+    desktop = _LaggingSizeDesktop(320, 256)
+    screen = ScreenService(desktop, screen_worker)
+    await screen.capture(CaptureParams())  # strips of the 256-row desktop
+    desktop.resize_to(128, 90)
+    desktop.damage(Rect(0, 0, 320, 128))
+    await screen.capture(CaptureParams(region=Rect(0, 0, 16, 16)))  # learns 128 rows
+    desktop.resize_to(256, 30)
+    desktop.damage(Rect(0, 0, 320, 128))  # clipped to the size the backend knew
+    whole = _decoded((await screen.capture(CaptureParams())).jpeg)
+    assert whole.shape[0] == 256
+    assert abs(float(whole[128:].mean()) - 30) < 3  # not the 200 of the first frame
+
+
 class _SharedBufferDesktop(FakeDesktop):
     """Hands out its live buffer, as a zero-copy capture does."""
 

@@ -197,7 +197,9 @@ def encode_thread_count(configured: int | None) -> int:
     has 17 strips; past four threads the hand-offs cost what the split saves)."""
     if configured is not None:
         return configured
-    return max(1, min(os.cpu_count() or 1, MAX_ENCODE_THREADS))
+    # The CPUs this process may run on (affinity, a container's cpuset), where known.
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(usable or 1, MAX_ENCODE_THREADS))
 
 
 def open_streams(settings: StreamSettings, screen: ScreenService) -> StreamControl | None:

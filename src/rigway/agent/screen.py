@@ -7,11 +7,13 @@ mutable state, so nothing here needs a lock. The event loop only awaits the work
 Damage is polled on demand, before every capture, every dirty read and every stream
 tick, and fanned out to every consumer: the dirty accumulator (emptied by
 `screen/dirty`), the "stale" flag of the cached frame and each live stream's
-`StreamWatch` ("changed since my last frame?"). A stream never takes the rectangles
-the API reads, and the API never hides a change from a stream. Polling before the grab
-is conservative: damage that lands between the poll and the grab is reported again at
-the next poll, which costs at most one redundant capture and never serves a stale
-frame.
+`StreamWatch` ("changed since my last frame?"), and the strips of the last
+whole-desktop JPEG that must be encoded again. A stream never takes the rectangles the
+API reads, and the API never hides a change from a stream. Polling before the grab is
+conservative: damage that lands between the poll and the grab is reported again at the
+next poll, so the cached frame is never served after it. The strips it touched may show
+the moment of the poll in this frame while the others show the grab (a millisecond
+apart); the next capture encodes them again.
 """
 
 from __future__ import annotations
@@ -246,8 +248,12 @@ class ScreenService:
         if self._cache is not None:
             self._cache.is_stale = True
         if self._strips is not None:
-            for rect in rects:
-                self._changed_strips.update(strips_touched(rect, height))
+            if (width, height) != (self._strips.width, self._strips.height):
+                # Damage clipped to another size says nothing about the strips' rows.
+                self._forget_strips()
+            else:
+                for rect in rects:
+                    self._changed_strips.update(strips_touched(rect, height))
         for watch in self._watches:
             watch.changed = True
 
@@ -259,8 +265,11 @@ class ScreenService:
         # Cleared before the grab: damage landing during it sets the flag again, which
         # costs one redundant frame at most and never holds a stale one.
         watch.changed = False
+        pixels = self._desktop.grab()
+        if pixels.shape[:2] != (height, width):
+            self._forget_strips()  # resized: the polls' damage was clipped to the old size
         # A grab may be a view the next grab overwrites; the stream encodes elsewhere.
-        return self._desktop.grab().copy()
+        return pixels.copy()
 
     def _close_watch(self, watch: StreamWatch) -> None:
         if watch in self._watches:
@@ -289,7 +298,10 @@ class ScreenService:
         grabbed_h, grabbed_w = frame.shape[:2]
         if (grabbed_w, grabbed_h) != (width, height):
             # The desktop was resized between native_size() and grab(): trust the pixels.
+            # The damage just polled was clipped to the old size, so no strip of the last
+            # frame can be trusted.
             width, height = grabbed_w, grabbed_h
+            self._forget_strips()
             _check_region(params.region, width, height)
             key = _CacheKey(params, (width, height))
         if _is_whole_desktop(params, width, height):
@@ -309,14 +321,18 @@ class ScreenService:
     def _encode_whole_desktop(self, frame: Pixels, quality: int) -> EncodedImage:
         """The frame as strips, reusing those of the last whole-desktop frame that no
         damage touched since. Damage that lands between the poll and the grab is not in
-        `changed` yet: its strips keep their old bytes in this frame (as if the grab
-        had come first) and are re-encoded by the next capture, whose poll reports it."""
+        `changed` yet: its strips keep their old bytes in this frame (the screen as the
+        poll saw it) and are encoded again by the next capture, whose poll reports it."""
         height, width = frame.shape[:2]
         previous = self._strips if self._desktop.has_damage else None
         strips = self._encoder.encode(frame, quality, reuse=previous, changed=self._changed_strips)
         self._strips = strips
         self._changed_strips = set()
         return EncodedImage(jpeg=strips.join(), width=width, height=height, marked=False)
+
+    def _forget_strips(self) -> None:
+        self._strips = None
+        self._changed_strips = set()
 
     def _take_dirty(self) -> ops.DirtyRects:
         width, height = self._desktop.native_size()
@@ -340,8 +356,7 @@ class ScreenService:
             self._desktop.poll_damage()
         self._dirty.clear()
         self._cache = None
-        self._strips = None
-        self._changed_strips = set()
+        self._forget_strips()
         for watch in self._watches:
             watch.changed = True
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rigway.agent.backends.base import Pixels, Rect
-from rigway.agent.backends.x11.capture import ScreenCapture
+from rigway.agent.backends.x11 import open_x11_desktop
+from rigway.agent.backends.x11.capture import ScreenCapture, shm_attachments
 from tests.support.x_desktop import XDesktop, wait_until
 
 pytestmark = pytest.mark.x11
@@ -137,3 +141,78 @@ def test_close_twice_then_grab_again(x_desktop: XDesktop, capture: ScreenCapture
         )
     assert (opened_after_close, capture.uses_shared_memory) == (False, True)
     assert pixels.shape == (1080, 1920, 4)
+
+
+def test_a_view_outlives_close_and_a_resize_detach(x_desktop: XDesktop) -> None:
+    # The screen worker may still be encoding a view when close() runs at shutdown:
+    # the segment must stay mapped until that view is gone (a fault would kill the
+    # process, so this runs in a child).
+    script = (
+        "import sys\n"
+        "from rigway.agent.backends.x11.capture import ScreenCapture\n"
+        "capture = ScreenCapture(sys.argv[1])\n"
+        "view = capture.grab()\n"
+        "checksum = int(view[::7, ::7].sum())\n"
+        "capture.close()\n"
+        "assert int(view[::7, ::7].sum()) == checksum\n"
+        "del view\n"
+        "print('ok')\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script, x_desktop.display],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert (child.returncode, child.stdout.strip()) == (0, "ok"), child.stderr
+
+
+SHM_TABLE = (
+    "       key      shmid perms      size  cpid  lpid nattch   uid   gid\n"
+    "         0         41   600   8294400   100   101      2     0     0\n"
+    "         0         42   600   8294400   100   100      1     0     0\n"
+)
+
+
+@pytest.mark.parametrize(("shmid", "expected"), [(41, 2), (42, 1), (43, None)])
+def test_attachments_are_read_from_the_kernels_table(
+    tmp_path: Path, shmid: int, expected: int | None
+) -> None:
+    table = tmp_path / "shm"
+    table.write_text(SHM_TABLE)
+    assert shm_attachments(shmid, table) == expected
+    assert shm_attachments(shmid, tmp_path / "absent") is None
+
+
+def test_damage_follows_the_screen_when_it_grows() -> None:
+    # A desktop the agent first saw small: once it grows, damage beyond the old size
+    # must still be reported (the strips of the next screenshot depend on it). Its own
+    # server, since the shared one must keep its size.
+    with XDesktop(1920, 1080) as desk:
+        # Xvfb shrinks the screen, then xrandr fails to fit its one 1920x1080 output
+        # into it and exits 1: the grab below checks the size instead.
+        subprocess.run(["xrandr", "--fb", "1024x768"], env=desk.env, check=False)
+        backend = open_x11_desktop(desk.display)
+        try:
+            assert backend.grab().shape[:2] == (768, 1024)
+            backend.poll_damage()
+            subprocess.run(["xrandr", "--fb", "1920x1080"], env=desk.env, check=True)
+            assert backend.grab().shape[:2] == (1080, 1920)
+            assert backend.poll_damage() == [Rect(0, 0, 1920, 1080)]  # a new baseline
+            backend.grab()
+            backend.poll_damage()
+
+            far = Rect(1500, 900, 100, 60)  # outside the old 1024x768
+            with _solid_window(desk, far, TEAL):
+                wait_until(
+                    lambda: _bgr_at(backend.grab(), far.x, far.y) == TEAL_BGR,
+                    message="the window beyond the old size",
+                )
+                damage = backend.poll_damage()
+        finally:
+            backend.close()
+    assert any(
+        r.x <= far.x and r.y <= far.y and r.x + r.w >= far.x + far.w and r.y + r.h >= far.y + far.h
+        for r in damage
+    ), damage

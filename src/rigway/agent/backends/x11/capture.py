@@ -16,6 +16,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import weakref
+from pathlib import Path
 from typing import Any
 
 import mss
@@ -123,7 +125,6 @@ class _SharedMemoryGrabber:
         conn: Any = xcffib.connect(display=display_name)  # type: ignore[no-untyped-call]
         self._conn = conn
         self._segment: int | None = None
-        self._address: int | None = None
         self._pixels: Pixels | None = None
         try:
             setup = conn.get_setup()
@@ -144,7 +145,10 @@ class _SharedMemoryGrabber:
                 [xcffib.xproto.EventMask.StructureNotify],
                 is_checked=True,
             ).check()
-            self._attach(int(screen.width_in_pixels), int(screen.height_in_pixels))
+            # The size is read after the selection: a resize between the connection's
+            # setup and it would otherwise never be seen.
+            geometry = conn.core.GetGeometry(self._root).reply()
+            self._attach(int(geometry.width), int(geometry.height))
         except BaseException:
             self.close()
             raise
@@ -188,33 +192,38 @@ class _SharedMemoryGrabber:
             address = libc.shmat(shmid, None, 0)
             if address is None or address == ctypes.c_void_p(-1).value:
                 raise _NoSharedMemory(f"shmat: {os.strerror(ctypes.get_errno())}")
-            self._address = address
+            buffer = (ctypes.c_uint8 * size).from_address(address)
+            # Unmapped when the last view of it is gone, not when we detach: a view the
+            # screen worker is still encoding (a resize, or close() at shutdown) stays
+            # readable instead of faulting the process.
+            weakref.finalize(buffer, libc.shmdt, address)
             segment = self._conn.generate_id()
             try:
                 self._ext.Attach(segment, shmid, False, is_checked=True).check()
             except xcffib.Error as exc:  # BadAccess: a remote server cannot see the segment
                 raise _NoSharedMemory(f"the server cannot attach our segment: {exc!r}") from exc
             self._segment = segment
+            if shm_attachments(shmid) == 1:
+                # A server in another IPC namespace (another container) attaches its own
+                # segment of that id: it would fill a stranger's memory, and ours stays
+                # black. Only we count in ours then.
+                raise _NoSharedMemory("the server attached another segment of our id")
         finally:
             # Marked for removal once both sides are attached: the kernel frees it when
             # the last one detaches, also when we or the server crash.
             libc.shmctl(shmid, _IPC_RMID, None)
-        buffer = (ctypes.c_uint8 * size).from_address(address)
         self._pixels = np.frombuffer(memoryview(buffer), dtype=np.uint8).reshape(height, width, 4)
 
     def _detach(self) -> None:
-        # Our own view goes before the mapping does; callers' views are the contract's.
+        # Dropping our view is all the unmapping needs (the finalizer in `_attach`).
         self._pixels = None
         segment, self._segment = self._segment, None
-        address, self._address = self._address, None
         if segment is not None:
             try:
                 self._ext.Detach(segment)
                 self._conn.flush()
             except xcffib.ConnectionException:
                 pass  # the server is gone, and its attachment with it
-        if address is not None:
-            _libc().shmdt(address)
 
     def close(self) -> None:
         try:
@@ -244,6 +253,28 @@ def _is_bgrx(setup: Any, screen: Any) -> bool:
         in (xcffib.xproto.VisualClass.TrueColor, xcffib.xproto.VisualClass.DirectColor)
         and (visuals[0].red_mask, visuals[0].green_mask, visuals[0].blue_mask) == BGRX_MASKS
     )
+
+
+SYSV_SHM_TABLE = Path("/proc/sysvipc/shm")
+
+
+def shm_attachments(shmid: int, table: Path = SYSV_SHM_TABLE) -> int | None:
+    """How many attachments segment `shmid` has, as this IPC namespace sees them; None
+    where the kernel does not say (not Linux), and then the check is skipped."""
+    try:
+        header, *rows = table.read_text().splitlines()
+    except OSError:
+        return None
+    columns = header.split()
+    try:
+        id_at, attached_at = columns.index("shmid"), columns.index("nattch")
+    except ValueError:
+        return None
+    for row in rows:
+        fields = row.split()
+        if len(fields) > max(id_at, attached_at) and fields[id_at] == str(shmid):
+            return int(fields[attached_at])
+    return None
 
 
 @functools.cache

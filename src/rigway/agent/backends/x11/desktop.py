@@ -5,7 +5,8 @@ three threads. Each role owns its connections (input: python-xlib; screen: xcffi
 the MIT-SHM capture, mss as its fallback, and xcffib for DAMAGE; accessibility: the a11y
 D-Bus plus python-xlib; windows: python-xlib), opens them lazily in the thread that
 first uses them, and guards them with its own lock, so a call from an unexpected thread
-is safe too.
+is safe too. One exception: a grab's pixels are valid until the next grab, so grabs
+belong to one thread (the agent's screen worker) while their pixels are in use.
 """
 
 from __future__ import annotations
@@ -71,7 +72,13 @@ class X11Desktop:
             # can be missed by the next poll.
             self._start_damage()
             pixels = self._capture.grab()
-            self._size = (int(pixels.shape[1]), int(pixels.shape[0]))
+            size = (int(pixels.shape[1]), int(pixels.shape[0]))
+            if size != self._size:
+                self._size = size
+                # The tracker clips to the root size it started with: after a resize
+                # it would drop damage outside it. The next poll, with no tracker,
+                # reports the whole screen and starts one at the new size.
+                self._stop_damage()
             return pixels
 
     def poll_damage(self) -> list[Rect]:
@@ -80,12 +87,15 @@ class X11Desktop:
         with self._screen_lock:
             if self._damage is None:
                 self._start_damage()
-                # No baseline yet (no grab before): anything may have changed.
+                # No baseline (no grab yet, a resize, a failed poll): anything may have
+                # changed.
                 return [Rect(0, 0, *self._size)]
             try:
                 return self._damage.poll()
-            except xcffib.ConnectionException:
-                self._stop_damage()  # reconnect (and report everything) next time
+            except (xcffib.ConnectionException, xcffib.ProtocolException):
+                # Damage subtracted but not read back is lost: start over, and the next
+                # poll reports the whole screen.
+                self._stop_damage()
                 raise
 
     def _start_damage(self) -> None:
