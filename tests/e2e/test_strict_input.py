@@ -480,6 +480,41 @@ async def test_streamed_input_body_one_byte_over_its_limit_413_and_nothing_ran(
     await live.assert_untouched()
 
 
+UNKNOWN_KEY = "rgw_live_sk_" + "0" * 48
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, "Bearer not-a-key", f"Bearer {UNKNOWN_KEY}"],
+    ids=["no_key", "malformed_key", "unknown_key"],
+)
+@pytest.mark.parametrize("streamed", [False, True], ids=["content_length", "streamed"])
+async def test_only_a_valid_key_may_send_input_over_the_general_limit(
+    live: Live, authorization: str | None, streamed: bool
+) -> None:
+    """FastAPI reads a body before the route authenticates: the input route's 12 MB
+    limit is for callers with a valid API key, so nobody else can make the gateway
+    buffer more than the general limit."""
+    body = _padded_batch(live.stack.services.settings.max_body_bytes + 1)
+    headers = JSON if authorization is None else {**JSON, "Authorization": authorization}
+    async with httpx2.AsyncClient(
+        base_url=live.stack.base_url, timeout=30.0, trust_env=False
+    ) as stranger:
+        content = _chunks(body) if streamed else body
+        response = await stranger.post(f"{live.url}/input", content=content, headers=headers)
+    assert_error(response, 413, "invalid_request")
+    await live.assert_untouched()
+    # Within the general limit the route itself answers, with the key's error.
+    async with httpx2.AsyncClient(
+        base_url=live.stack.base_url, timeout=30.0, trust_env=False
+    ) as stranger:
+        small = await stranger.post(f"{live.url}/input", content=_batch(TYPE_A), headers=headers)
+    assert_error(small, 401, "invalid_api_key")
+    # The same large body with the session's own key goes through.
+    owner = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
+    assert owner.json() == {"ok": True, "count": 1}
+
+
 async def test_app_launch_keeps_the_general_limit_413_and_nothing_launched(live: Live) -> None:
     """Only input has the larger limit: a launch body one byte over the general one
     (a launch that would otherwise start) is refused."""

@@ -137,3 +137,42 @@ async def test_other_routes_keep_the_general_limit(declared: bool) -> None:
     assert await _post(middleware, "POST", path, SMALL_LIMIT, declared=declared) == 200
     assert await _post(middleware, "POST", path, SMALL_LIMIT + 1, declared=declared) == 413
     assert app.bodies == [SMALL_LIMIT]
+
+
+class Gate:
+    """The route's `admits`: answers as told, and counts the times it was asked."""
+
+    def __init__(self, admit: bool) -> None:
+        self.admit = admit
+        self.asked = 0
+
+    async def __call__(self, scope: Scope) -> bool:
+        self.asked += 1
+        return self.admit
+
+
+def _gated(gate: Gate) -> RouteBodyLimit:
+    return RouteBodyLimit(INPUT.methods, INPUT.path, ROUTE_LIMIT, admits=gate)
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content_length", "streamed"])
+async def test_a_turned_away_request_keeps_the_general_limit(declared: bool) -> None:
+    app, gate = EchoApp(), Gate(admit=False)
+    middleware = BodyLimitMiddleware(app, SMALL_LIMIT, [_gated(gate)])
+    path = "/v1/sessions/s_1/input"
+    assert await _post(middleware, "POST", path, SMALL_LIMIT + 1, declared=declared) == 413
+    assert await _post(middleware, "POST", path, SMALL_LIMIT, declared=declared) == 200
+    assert app.bodies == [SMALL_LIMIT]
+    # A declared length within the general limit needs no question.
+    assert gate.asked == (1 if declared else 2)
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content_length", "streamed"])
+async def test_an_admitted_request_gets_the_routes_limit(declared: bool) -> None:
+    app, gate = EchoApp(), Gate(admit=True)
+    middleware = BodyLimitMiddleware(app, SMALL_LIMIT, [_gated(gate)])
+    path = "/v1/sessions/s_1/input"
+    assert await _post(middleware, "POST", path, ROUTE_LIMIT, declared=declared) == 200
+    assert await _post(middleware, "POST", path, ROUTE_LIMIT + 1, declared=declared) == 413
+    assert app.bodies == [ROUTE_LIMIT]
+    assert gate.asked == 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Scope
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
@@ -33,7 +33,12 @@ from rigway.gateway.desktop.fast_lane import ScreenshotFastLane
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.routes import send_input
 from rigway.gateway.desktop.service import DesktopService
-from rigway.gateway.errors import ApiError, api_error_response, internal_error_response
+from rigway.gateway.errors import (
+    ApiError,
+    InvalidApiKey,
+    api_error_response,
+    internal_error_response,
+)
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
 from rigway.gateway.identity.keys import load_or_create_signing_key
@@ -222,27 +227,52 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     app.add_middleware(
         BodyLimitMiddleware,
         max_bytes=settings.max_body_bytes,
-        routes=_own_body_limits(settings),
+        routes=_own_body_limits(settings, services.api_keys),
     )
     app.add_middleware(RequestIdMiddleware)
     _put_fast_lane_in_front(app, services)
     return app
 
 
-def _own_body_limits(settings: GatewaySettings) -> list[RouteBodyLimit]:
+def _own_body_limits(
+    settings: GatewaySettings, api_keys: ApiKeyAuthenticator
+) -> list[RouteBodyLimit]:
     """An input batch may need far more than the general limit (up to 100 events of
     10,000 characters each): the input route's limit follows the batch's bounds, never
-    below the general one. The path is the route's own (its router is included without
-    a prefix), so the two cannot drift apart."""
+    below the general one, for callers with a valid API key (FastAPI reads a body before
+    the route's own authentication runs). The path is the route's own (its router is
+    included without a prefix), so the two cannot drift apart."""
     input_max_bytes = input_body_limit(settings.max_body_bytes)
     limits = [
-        RouteBodyLimit(frozenset(route.methods or ()), route.path_regex, input_max_bytes)
+        RouteBodyLimit(
+            frozenset(route.methods or ()),
+            route.path_regex,
+            input_max_bytes,
+            admits=_holds_an_api_key(api_keys),
+        )
         for route in desktop_router.routes
         if isinstance(route, APIRoute) and route.endpoint is send_input
     ]
     if not limits:
         raise RuntimeError("the input route is not on the desktop router")
     return limits
+
+
+def _holds_an_api_key(api_keys: ApiKeyAuthenticator) -> Callable[[Scope], Awaitable[bool]]:
+    async def admits(scope: Scope) -> bool:
+        header = dict(scope["headers"]).get(b"authorization")
+        try:
+            await api_keys.authenticate(None if header is None else header.decode("latin-1"))
+        except InvalidApiKey:
+            return False
+        except Exception:
+            # Not admitted is the safe side: the body keeps the general limit, and a
+            # body within it reaches the route, which reports the store's failure.
+            logger.exception("API key check before a large input body failed")
+            return False
+        return True
+
+    return admits
 
 
 def _put_fast_lane_in_front(app: FastAPI, services: Services) -> None:

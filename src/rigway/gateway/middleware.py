@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -18,11 +18,17 @@ class _BodyTooLarge(Exception):
 @dataclass(frozen=True, slots=True)
 class RouteBodyLimit:
     """A route whose bodies have a limit of their own: `methods` on a path that
-    `path` matches whole."""
+    `path` matches whole.
+
+    `admits`, when given, decides from the request's head whether it may use a limit
+    above the general one (the input route: only a caller with a valid API key may
+    make the gateway buffer megabytes). It is asked only when the body may be larger
+    than the general limit; a request it turns away keeps the general limit."""
 
     methods: Collection[str]
     path: re.Pattern[str]
     max_bytes: int
+    admits: Callable[[Scope], Awaitable[bool]] | None = None
 
 
 class BodyLimitMiddleware:
@@ -35,18 +41,36 @@ class BodyLimitMiddleware:
         self.routes = tuple(routes)
 
     def limit_for(self, method: str, path: str) -> int:
+        route = self._route_for(method, path)
+        return self.max_bytes if route is None else route.max_bytes
+
+    def _route_for(self, method: str, path: str) -> RouteBodyLimit | None:
         for route in self.routes:
             if method in route.methods and route.path.fullmatch(path):
-                return route.max_bytes
-        return self.max_bytes
+                return route
+        return None
+
+    async def _limit(self, scope: Scope, declared: bytes | None) -> tuple[int, str]:
+        """The body limit for this request, and the 413's error text."""
+        route = self._route_for(scope["method"], scope["path"])
+        limit = self.max_bytes if route is None else route.max_bytes
+        too_large = f"invalid_request: body larger than {limit} bytes"
+        if route is None or route.admits is None or route.max_bytes <= self.max_bytes:
+            return limit, too_large
+        small = declared is not None and declared.isdigit() and int(declared) <= self.max_bytes
+        if small or await route.admits(scope):
+            return limit, too_large
+        return self.max_bytes, (
+            f"invalid_request: body larger than {self.max_bytes} bytes "
+            f"(up to {route.max_bytes} with a valid API key)"
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        max_bytes = self.limit_for(scope["method"], scope["path"])
         declared = dict(scope["headers"]).get(b"content-length")
-        too_large = f"invalid_request: body larger than {max_bytes} bytes"
+        max_bytes, too_large = await self._limit(scope, declared)
         if declared is not None and (not declared.isdigit() or int(declared) > max_bytes):
             await _send_error(send, 413, too_large)
             return
