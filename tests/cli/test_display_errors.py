@@ -128,21 +128,17 @@ def test_agent_run_x11_on_silent_display_gives_up_with_message(
     assert_clean_failure(result, repr(silent_display), "did not answer")
 
 
-def test_up_x11_on_absent_display_fails_before_starting(
-    tmp_path: Path, absent_display: str
+@pytest.mark.parametrize(
+    ("display_fixture", "reason"),
+    [("absent_display", "cannot open X display"), ("silent_display", "did not answer")],
+    ids=["absent", "silent"],
+)
+def test_up_x11_on_a_bad_display_fails_before_starting(
+    tmp_path: Path, request: pytest.FixtureRequest, display_fixture: str, reason: str
 ) -> None:
-    result = up_x11(tmp_path, absent_display)
+    display: str = request.getfixturevalue(display_fixture)
+    result = up_x11(tmp_path, display)
 
-    assert_clean_failure(result, f"DISPLAY={absent_display}", "cannot open X display")
-    assert not (tmp_path / "state" / "local.json").exists()
-    assert not (tmp_path / "state" / "agents").exists()
-
-
-def test_up_x11_on_silent_display_fails_before_starting(
-    tmp_path: Path, silent_display: str
-) -> None:
-    result = up_x11(tmp_path, silent_display)
-
-    assert_clean_failure(result, f"DISPLAY={silent_display}", "did not answer")
+    assert_clean_failure(result, f"DISPLAY={display}", reason)
     assert not (tmp_path / "state" / "local.json").exists()
     assert not (tmp_path / "state" / "agents").exists()

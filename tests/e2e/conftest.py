@@ -1,4 +1,5 @@
-"""The running stack as a fixture: one sim rig, API enabled."""
+"""The running stack as a fixture: one sim rig, API enabled; and a fake clock for
+stacks that move time themselves."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import Stack, running_stack
+from rigway.gateway.clock import FakeClock
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 
 
 @pytest.fixture
@@ -16,6 +18,11 @@ async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
         tmp_path / "state",
         database_url,
         reaper_interval_s=3600,
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as running:
         yield running
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

@@ -27,6 +27,10 @@ from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.services import Services
 from rigway.gateway.settings import GatewaySettings
 
+# Agents in tests beat every second and give up a lost session after one: a test that
+# drops a link or kills an agent sees the outcome in about a second, not the defaults' 15.
+QUICK_AGENT: dict[str, Any] = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
+
 
 @dataclass
 class RunningAgent:

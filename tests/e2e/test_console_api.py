@@ -19,7 +19,7 @@ from sqlalchemy import select
 from rigway.agent.link import LinkAuthError
 from rigway.gateway.db.models import Rig, Webhook
 from rigway.webhooks import verify
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.gateway.webhooks.receiver import HttpsReceiver
 from tests.support.rate_windows import inside_one_window
 
@@ -69,7 +69,7 @@ async def owner_stack(
         # sessions service gives the dispatcher as it writes each event.
         webhook_poll_interval_s=3600,
         wake_broadcast=f"127.0.0.1:{port}",
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as running:
         yield running
     wake_socket.close()

@@ -36,7 +36,7 @@ from rigway.protocol import (
     encode_text,
     ops,
 )
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.e2e.raw_host import host_link
 from tests.support.databases import create_postgres_database, drop_postgres_database
 from tests.support.rate_windows import inside_one_window
@@ -45,7 +45,6 @@ from tests.support.rate_windows import inside_one_window
 # that need their own settings or break the rig build one inside the test.
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
 
-AGENT = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
 TYPE_X = {"events": [{"type": "type_text", "text": "x"}]}
 
 
@@ -150,7 +149,7 @@ async def _stack(directory: Path, *, rigs: int = 1, **overrides: Any) -> AsyncIt
             database_url,
             rigs=rigs,
             reaper_interval_s=3600,
-            agent_settings=AGENT,
+            agent_settings=QUICK_AGENT,
             **overrides,
         ) as running,
     ):

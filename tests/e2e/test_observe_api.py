@@ -16,7 +16,7 @@ import simplejpeg
 from rigway.agent.backends.base import Pixels
 from rigway.agent.backends.sim import SimDesktop
 from rigway.protocol import Request, ops
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.e2e.raw_host import answer_like_a_plain_host, pair_rig, raw_host, targets
 
 pytestmark = pytest.mark.postgres
@@ -126,7 +126,7 @@ async def sim_stack(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[St
         database_url,
         rigs=0,
         reaper_interval_s=3600,
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as stack:
         desktop = CountingSim()
         await stack.add_agent(desktop)

@@ -35,7 +35,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 
 pytestmark = pytest.mark.postgres
 
@@ -216,7 +216,7 @@ async def test_schemathesis_every_operation_conforms_to_schema(
         reaper_interval_s=3600,
         request_rate_limit="1000000/minute",
         input_event_rate_limit="10000000/minute",
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as stack:
         main = await stack.start_session(0)
         ending = await stack.start_session(1)

@@ -14,16 +14,9 @@ from rigway.agent.control import owner_kill_handler, send_command, serve_control
 from rigway.gateway.clock import FakeClock
 from rigway.gateway.db.models import Session
 from rigway.protocol import ops
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 
 pytestmark = pytest.mark.postgres
-
-AGENT = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture
@@ -35,7 +28,7 @@ async def timed_stack(tmp_path: Path, database_url: str, clock: FakeClock) -> As
         reaper_interval_s=3600,
         max_session_age_s=3 * 3600,
         host_gone_grace_s=0.2,
-        agent_settings=AGENT,
+        agent_settings=QUICK_AGENT,
     ) as running:
         yield running
 
@@ -150,7 +143,7 @@ async def test_owner_kill_from_the_host_ends_session_owner_kill(stack: Stack) ->
 async def test_orphan_without_host_after_restart_ends_with_timeout(
     tmp_path: Path, database_url: str
 ) -> None:
-    async with running_stack(tmp_path / "one", database_url, agent_settings=AGENT) as first:
+    async with running_stack(tmp_path / "one", database_url, agent_settings=QUICK_AGENT) as first:
         session_id = await first.start_session()
         rig_token = first.agents[0].rig_token
         del rig_token

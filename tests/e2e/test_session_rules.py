@@ -25,16 +25,9 @@ from rigway.gateway.clock import FakeClock
 from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.settings import load_settings
 from rigway.protocol import PROTOCOL_VERSION, Hello
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 
 pytestmark = pytest.mark.postgres
-
-AGENT = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
 
 
 @pytest.fixture
@@ -44,7 +37,7 @@ async def timed_stack(tmp_path: Path, database_url: str, clock: FakeClock) -> As
         database_url,
         clock=clock,
         reaper_interval_s=3600,
-        agent_settings=AGENT,
+        agent_settings=QUICK_AGENT,
     ) as running:
         yield running
 
@@ -121,7 +114,7 @@ async def test_the_reaper_ends_an_idle_session_without_being_called(
         database_url,
         clock=clock,
         reaper_interval_s=0.05,
-        agent_settings=AGENT,
+        agent_settings=QUICK_AGENT,
     ) as stack:
         session_id = await stack.start_session(idle_timeout_seconds=60)
         clock.advance(61)
@@ -157,9 +150,10 @@ class SlowSim(SimDesktop):
 
 
 @pytest.fixture
-async def slow_stack(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[Stack, SlowSim]]:
-    # The deadlines scaled down: screenshot/observe 0.5 s, others 10 s (the default).
-    # A slow host leg of 1.5 s lies between them, as 7 s would between 5 s and 10 s.
+async def slow_session(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[Stack, str]]:
+    """A session on a host whose reads each take 1.5 s, between the scaled-down
+    deadlines: screenshot/observe 0.5 s, others 10 s (the default), as 7 s would lie
+    between 5 s and 10 s."""
     async with running_stack(
         tmp_path / "state",
         database_url,
@@ -167,41 +161,35 @@ async def slow_stack(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[S
         reaper_interval_s=3600,
         screen_timeout_s=0.5,
         host_timeout_s=10.0,
-        agent_settings=AGENT,
+        agent_settings=QUICK_AGENT,
     ) as stack:
         desktop = SlowSim()
         await stack.add_agent(desktop)
-        yield stack, desktop
+        session_id = await stack.start_session()
+        desktop.slow = True
+        yield stack, session_id
 
 
 async def test_a_slow_targets_read_gets_the_longer_deadline(
-    slow_stack: tuple[Stack, SlowSim],
+    slow_session: tuple[Stack, str],
 ) -> None:
-    stack, desktop = slow_stack
-    session_id = await stack.start_session()
-    desktop.slow = True
+    stack, session_id = slow_session
     targets = await stack.client.get(f"/v1/sessions/{session_id}/targets")
     assert targets.status_code == 200, targets.text
     # An empty list is what the gateway answers when the host misses the deadline.
     assert targets.json()["targets"], "the targets read gave up before the host answered"
 
 
-async def test_a_slow_dirty_read_gets_the_longer_deadline(
-    slow_stack: tuple[Stack, SlowSim],
-) -> None:
-    stack, desktop = slow_stack
-    session_id = await stack.start_session()
-    desktop.slow = True
+async def test_a_slow_dirty_read_gets_the_longer_deadline(slow_session: tuple[Stack, str]) -> None:
+    stack, session_id = slow_session
     dirty = await stack.client.get(f"/v1/sessions/{session_id}/dirty")
     assert dirty.status_code == 200, dirty.text
 
 
 async def test_observe_keeps_the_screenshot_deadline_for_its_legs(
-    slow_stack: tuple[Stack, SlowSim],
+    slow_session: tuple[Stack, str],
 ) -> None:
-    stack, desktop = slow_stack
-    session_id = await stack.start_session()
-    desktop.slow = True
+    stack, session_id = slow_session
     observed = await stack.client.get(f"/v1/sessions/{session_id}/observe", params={"image": 0})
     assert observed.status_code == 504, observed.text
     assert observed.json()["error"].startswith("host_timeout")
@@ -219,7 +207,7 @@ async def test_a_session_without_idle_timeout_gets_the_configured_default(
         rigs=2,
         reaper_interval_s=3600,
         default_idle_timeout_s=120,
-        agent_settings=AGENT,
+        agent_settings=QUICK_AGENT,
     ) as stack:
         defaulted = await stack.start_session(0)
         chosen = await stack.start_session(1, idle_timeout_seconds=300)
@@ -244,7 +232,7 @@ def test_the_default_idle_timeout_is_read_from_the_environment() -> None:
 
 async def test_a_key_lists_only_the_sessions_it_created(tmp_path: Path, database_url: str) -> None:
     async with running_stack(
-        tmp_path / "state", database_url, rigs=2, reaper_interval_s=3600, agent_settings=AGENT
+        tmp_path / "state", database_url, rigs=2, reaper_interval_s=3600, agent_settings=QUICK_AGENT
     ) as stack:
         key_b = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="b"))
         identity = stack.services.identity

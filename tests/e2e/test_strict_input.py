@@ -24,7 +24,7 @@ from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.backends.sim.form import MAX_FIELD_CHARS
 from rigway.gateway.desktop.body_limit import input_body_limit
 from rigway.gateway.desktop.schemas import MAX_TEXT_CHARS
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.support.databases import create_postgres_database, drop_postgres_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
@@ -122,7 +122,7 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stac
             reaper_interval_s=3600,
             request_rate_limit="100000/minute",
             input_event_rate_limit="1000000/minute",
-            agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+            agent_settings=QUICK_AGENT,
         ) as running:
             yield running
     finally:

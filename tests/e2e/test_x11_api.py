@@ -31,7 +31,7 @@ import simplejpeg
 
 from rigway.agent.apps import LAUNCH_TAG_ENV, ProcessTracker
 from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
-from tests.e2e.harness import running_stack
+from tests.e2e.harness import QUICK_AGENT, running_stack
 from tests.support.x_desktop import XDesktop, skip_reason
 
 pytestmark = [pytest.mark.x11, pytest.mark.postgres]
@@ -140,7 +140,7 @@ async def api(
         database_url,
         rigs=0,
         reaper_interval_s=3600,
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as stack:
         await stack.add_agent(x11_backend, apps=tracker)
         session = Api(stack.client, await stack.start_session(), tracker)

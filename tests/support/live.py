@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 
 
 @contextlib.asynccontextmanager
@@ -17,7 +17,7 @@ async def live_stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
         tmp_path / "gateway-state",
         database_url,
         reaper_interval_s=3600,
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as stack:
         yield stack
 

@@ -12,7 +12,7 @@ import pytest
 from rigway.gateway.db.models import Rig
 from rigway.gateway.identity.keys import KEY_FILE_NAME, load_signing_key
 from rigway.gateway.identity.tokens import issue_console_token
-from tests.e2e.harness import Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.gateway.console.pages import PASSWORD, ConsolePages, add_owner, csrf_of
 
 pytestmark = pytest.mark.postgres
@@ -27,7 +27,7 @@ async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
         tmp_path / "state",
         database_url,
         reaper_interval_s=3600,
-        agent_settings={"heartbeat_interval_s": 1.0, "session_grace_s": 1.0},
+        agent_settings=QUICK_AGENT,
     ) as running:
         await add_owner(running, OWNER)
         yield running
