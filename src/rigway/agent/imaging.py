@@ -177,8 +177,8 @@ def render_jpeg(
     """Region first, then the long-edge cap, then marks in output space, then JPEG.
 
     `marked` is True only when at least one mark falls inside the image. `encode` turns
-    the final image and the quality into a JPEG (the screen service passes its strip
-    encoder's, which encodes on several threads)."""
+    the final image (possibly a view with strided rows) and the quality into a JPEG; the
+    screen service passes its strip encoder's, which encodes on several threads."""
     cropped = crop(frame, region)
     crop_h, crop_w = cropped.shape[:2]
     image = downscale(cropped, max_width)
@@ -188,5 +188,4 @@ def render_jpeg(
     marked = len(visible) > 0
     if marked:
         image = draw_marks(image, visible, origin=origin, scale=(out_w / crop_w, out_h / crop_h))
-    jpeg = encode(np.ascontiguousarray(image), quality)
-    return EncodedImage(jpeg=jpeg, width=out_w, height=out_h, marked=marked)
+    return EncodedImage(jpeg=encode(image, quality), width=out_w, height=out_h, marked=marked)

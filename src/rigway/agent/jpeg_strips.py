@@ -25,9 +25,8 @@ import threading
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
-import simplejpeg
-
 from rigway.agent.backends.base import Pixels, Rect
+from rigway.agent.imaging import encode_jpeg
 
 __all__ = [
     "STRIP_ROWS",
@@ -37,12 +36,12 @@ __all__ = [
     "strips_touched",
 ]
 
-# 4:2:0 chroma subsampling: an MCU is 16x16 pixels. Four MCU rows per strip: a click's
-# damage touches one or two of the 17 strips of a 1080-row screen, and a strip is still
-# big enough (120 KB of pixels at 1920 wide) that the per-call cost stays small.
+# imaging.JPEG_SUBSAMPLING is 4:2:0: an MCU is 16x16 pixels. Four MCU rows per strip: a
+# small change (a check box, a line of text) touches one or two of the 17 strips of a
+# 1080-row screen, and a strip is still big enough (480 KB of pixels at 1920 wide) that
+# the cost of a call to the encoder stays small.
 MCU_SIZE = 16
 STRIP_ROWS = 4 * MCU_SIZE
-SUBSAMPLING = "420"
 MAX_RESTART_INTERVAL = 0xFFFF
 
 _SOI, _EOI = b"\xff\xd8", b"\xff\xd9"
@@ -208,7 +207,7 @@ class StripEncoder:
         """One JPEG of `image`, in parallel strips when it has more than one."""
         height, width = image.shape[:2]
         if height <= STRIP_ROWS or _restart_interval(width) > MAX_RESTART_INTERVAL:
-            return _encode(image, quality)
+            return encode_jpeg(image, quality)
         return self.encode(image, quality).join()
 
     def _run(self, job: _Job, strips: int) -> None:
@@ -226,21 +225,13 @@ class StripEncoder:
             job.work()
 
 
-def _encode(image: Pixels, quality: int) -> bytes:
-    colorspace = "BGRA" if image.shape[2] == 4 else "BGR"
-    jpeg: bytes = simplejpeg.encode_jpeg(
-        image, quality=quality, colorspace=colorspace, colorsubsampling=SUBSAMPLING
-    )
-    return jpeg
-
-
 def _restart_interval(width: int) -> int:
     return (STRIP_ROWS // MCU_SIZE) * math.ceil(width / MCU_SIZE)
 
 
 def _encode_strip(rows: Pixels, quality: int) -> _Strip:
     """A strip's JPEG taken apart: its tables, its headers, its entropy-coded bytes."""
-    jpeg = _encode(rows, quality)
+    jpeg = encode_jpeg(rows, quality)
     if not jpeg.startswith(_SOI) or not jpeg.endswith(_EOI):
         raise StripMismatchError("not a whole JPEG")
     pos, sof_at = 2, -1
