@@ -22,6 +22,20 @@ import numpy.typing as npt
 
 MouseButton = Literal["left", "right", "middle"]
 
+# Whether the desktop can be seen and driven now: "locked" (lock screen),
+# "secure_desktop" (a UAC or sign-in prompt), "screensaver", "no_display" (no
+# interactive session, or the display is off), "unknown" (cannot be told). Input is
+# refused while it is not "normal".
+DesktopState = Literal["normal", "locked", "secure_desktop", "screensaver", "no_display", "unknown"]
+DESKTOP_STATES: tuple[DesktopState, ...] = (
+    "normal",
+    "locked",
+    "secure_desktop",
+    "screensaver",
+    "no_display",
+    "unknown",
+)
+
 # BGRA pixels, shape (height, width, 4), dtype uint8, C-contiguous.
 Pixels = npt.NDArray[np.uint8]
 
