@@ -18,6 +18,7 @@ import typer
 from rigway import event_loop
 
 if TYPE_CHECKING:
+    from rigway.agent.apps import AppTracker
     from rigway.agent.backends.base import Desktop
     from rigway.agent.link import AgentLink
     from rigway.agent.runner import AgentSettings
@@ -61,7 +62,12 @@ def pair_command(
 def run_command(
     gateway: Annotated[str, typer.Option(help="Gateway base URL.")],
     token_file: Annotated[Path, typer.Option(help="File holding the rig token.")],
-    backend: Annotated[str, typer.Option(help="Desktop backend: sim, x11 or windows.")] = "sim",
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            help="Desktop backend: sim, x11 or windows (default: windows on Windows, else sim)."
+        ),
+    ] = None,
     width: Annotated[int, typer.Option(help="sim only: desktop width.")] = 1920,
     height: Annotated[int, typer.Option(help="sim only: desktop height.")] = 1080,
     control_socket: Annotated[
@@ -72,6 +78,7 @@ def run_command(
     """Connect to the gateway and serve sessions until stopped."""
     from rigway.agent.runner import AgentSettings
 
+    backend = default_backend() if backend is None else backend
     if backend not in BACKENDS:
         typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
         raise typer.Exit(code=2)
@@ -98,6 +105,12 @@ def run_command(
             event_loop.run(_serve(settings, desktop, socket_path))
     finally:
         desktop.close()
+
+
+def default_backend() -> str:
+    """The backend `agent run` uses unless told: the platform's own on Windows; elsewhere
+    the sim, since a display may be absent or not the one meant."""
+    return "windows" if sys.platform == "win32" else "sim"
 
 
 def open_desktop(
@@ -132,6 +145,15 @@ def open_desktop(
     return result
 
 
+def open_app_tracker(backend: str) -> AppTracker | None:
+    """The windows backend's Job Object tracker; None: the runner's POSIX default."""
+    if backend != "windows":
+        return None
+    from rigway.agent.backends.windows import open_windows_apps
+
+    return open_windows_apps()
+
+
 def default_control_socket(token_file: Path) -> Path:
     return token_file.with_suffix(".sock")
 
@@ -143,8 +165,7 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
+    stop_on_signals(loop, stop)
     servers: list[asyncio.Server] = []
     ours: list[int] = []  # the inode of the socket file this agent created
 
@@ -164,12 +185,21 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
             )
 
     def start_control(link: AgentLink) -> None:
+        if not hasattr(asyncio, "start_unix_server"):
+            # Windows: no Unix sockets in asyncio; the tray is the owner's local kill path.
+            return
         task = asyncio.create_task(on_link(link))
         pending.add(task)
         task.add_done_callback(control_failed)
 
     try:
-        await run_agent(settings, desktop, stop=stop, on_link=start_control)
+        await run_agent(
+            settings,
+            desktop,
+            stop=stop,
+            apps=open_app_tracker(settings.backend),
+            on_link=start_control,
+        )
     finally:
         for server in servers:
             server.close()
@@ -178,6 +208,16 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
         with contextlib.suppress(FileNotFoundError):
             if ours and socket_path.stat().st_ino == ours[0]:
                 socket_path.unlink()
+
+
+def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Set `stop` on SIGINT or SIGTERM. Windows' proactor loop has no signal handlers:
+    there Python's own handler (main thread) hands the event to the loop."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(signum, stop.set)
+        except NotImplementedError:
+            signal.signal(signum, lambda _signum, _frame: loop.call_soon_threadsafe(stop.set))
 
 
 @agent_app.command("kill")

@@ -1,0 +1,120 @@
+"""`WindowsDesktop`: the `Desktop` protocol on Windows, composed of one role per area.
+
+Pure: it only forwards to its roles (`roles.py`), which are pure logic over thin
+platform ports. `open_windows_desktop` builds it over the real bindings on Windows;
+tests build it over fakes of the same ports, so the agent core runs over the real
+role logic on Linux.
+
+Threading (see `backends/base.py`): the screen role runs on the agent's screen worker
+(the duplication object and the D3D11 context are created there, on first use), input
+on the input worker, accessibility on its own worker; each binding joins its thread to
+the multithreaded COM apartment on first use.
+"""
+
+from __future__ import annotations
+
+from rigway.agent.backends.base import (
+    AccessibilitySnapshot,
+    DesktopState,
+    MouseButton,
+    Pixels,
+    Rect,
+    WalkBudget,
+)
+from rigway.agent.backends.windows.roles import (
+    AccessibilityRole,
+    InputRole,
+    ScreenRole,
+    StateRole,
+    WindowsRole,
+)
+
+__all__ = ["WindowsDesktop"]
+
+
+class WindowsDesktop:
+    """One output of a Windows desktop, in its native (physical) pixels."""
+
+    def __init__(
+        self,
+        *,
+        screen: ScreenRole,
+        input: InputRole,
+        accessibility: AccessibilityRole,
+        windows: WindowsRole,
+        state: StateRole,
+    ) -> None:
+        self._screen = screen
+        self._input = input
+        self._accessibility = accessibility
+        self._windows = windows
+        self._state = state
+
+    @property
+    def capture_mode(self) -> str:
+        """ "dxgi" (Desktop Duplication, with damage) or "gdi" (the fallback)."""
+        return self._screen.capture_mode
+
+    @property
+    def has_damage(self) -> bool:
+        return self._screen.has_damage
+
+    # -- screen ----------------------------------------------------------------------
+    def native_size(self) -> tuple[int, int]:
+        placement = self._screen.placement()
+        return placement.width, placement.height
+
+    def grab(self) -> Pixels:
+        return self._screen.grab()
+
+    def poll_damage(self) -> list[Rect]:
+        return self._screen.poll_damage()
+
+    # -- input -----------------------------------------------------------------------
+    def move_pointer(self, x: int, y: int) -> None:
+        self._input.move_pointer(x, y)
+
+    def set_button(self, button: MouseButton, down: bool) -> None:
+        self._input.set_button(button, down)
+
+    def scroll(self, dx: int, dy: int) -> None:
+        self._input.scroll(dx, dy)
+
+    def set_key(self, key: str, down: bool) -> None:
+        self._input.set_key(key, down)
+
+    def type_text(self, text: str) -> None:
+        self._input.type_text(text)
+
+    # -- accessibility, windows, state -------------------------------------------------
+    def snapshot_accessibility(self, budget: WalkBudget) -> AccessibilitySnapshot:
+        return self._accessibility.snapshot(budget)
+
+    def list_windows(self) -> frozenset[int]:
+        return self._windows.list_windows()
+
+    def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
+        return self._windows.window_owners(window_ids)
+
+    def close_windows(self, window_ids: frozenset[int]) -> None:
+        self._windows.close_windows(window_ids)
+
+    def desktop_state(self) -> DesktopState:
+        return self._state.desktop_state()
+
+    def close(self) -> None:
+        """Release held input first (the owner's keyboard must never stay stuck), then
+        the platform objects; one failing close does not skip the others."""
+        errors: list[BaseException] = []
+        for close in (
+            self._input.close,
+            self._screen.close,
+            self._accessibility.close,
+            self._state.close,
+        ):
+            try:
+                close()
+            except Exception as exc:  # collected: every role gets its close
+                errors.append(exc)
+        if errors:
+            raise errors[0]
