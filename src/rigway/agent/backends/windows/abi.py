@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 # Pure modules of this package that expose `ABI`; the ABI test reads them all.
-DECLARING_MODULES: tuple[str, ...] = ("_ctypes_types",)
+DECLARING_MODULES: tuple[str, ...] = ("_ctypes_types", "bootstrap")
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
 
