@@ -1,0 +1,43 @@
+"""The conformance suite's backends: every test here runs once per backend.
+
+x11 runs on an Xvfb desktop of its own (skipped only where X11 cannot run, with the
+reason); the windows backend runs over fakes of its thin platform layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from rigway.agent.backends.x11 import open_x11_desktop
+from tests.agent.conformance.rigs import ConformanceRig, SimRig, X11Rig
+from tests.support.x_desktop import XDesktop, skip_reason
+
+
+@pytest.fixture(scope="session")
+def conformance_x_desktop() -> Iterator[XDesktop]:
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with XDesktop(width=1280, height=800) as desk:
+        yield desk
+
+
+@pytest.fixture(params=["sim", pytest.param("x11", marks=pytest.mark.x11)])
+def rig(request: pytest.FixtureRequest) -> Iterator[ConformanceRig]:
+    if request.param == "sim":
+        sim = SimRig()
+        yield sim
+        sim.close()
+    else:
+        desk: XDesktop = request.getfixturevalue("conformance_x_desktop")
+        backend = open_x11_desktop(
+            desk.display, session_bus_address=desk.env["DBUS_SESSION_BUS_ADDRESS"]
+        )
+        x11 = X11Rig(desk, backend)
+        try:
+            yield x11
+        finally:
+            x11.close()
+            backend.close()
