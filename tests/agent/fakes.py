@@ -14,6 +14,7 @@ from rigway.agent.backends.base import (
     AccessibilitySnapshot,
     AccessibleElement,
     Desktop,
+    DesktopState,
     MouseButton,
     Pixels,
     Rect,
@@ -46,6 +47,26 @@ class FakeDesktop:
         # Owner pid of a window (absent: unknown); `open_window` sets both.
         self.window_pids: dict[int, int] = {}
         self.closed_windows: list[frozenset[int]] = []
+        # What `desktop_state` answers (or raises, against the contract: a broken
+        # backend), and how often it was asked, for tests that wait on the sampling.
+        self.state: DesktopState = "normal"
+        self.state_error: Exception | None = None
+        self._state_reads = 0
+        self._state_read = threading.Condition()
+
+    def set_desktop_state(self, state: DesktopState) -> None:
+        self.state = state
+
+    @property
+    def state_reads(self) -> int:
+        with self._state_read:
+            return self._state_reads
+
+    def wait_state_reads(self, count: int, timeout_s: float = 5.0) -> None:
+        """Until `desktop_state` has been asked `count` times in all."""
+        with self._state_read:
+            if not self._state_read.wait_for(lambda: self._state_reads >= count, timeout_s):
+                raise TimeoutError(f"desktop_state read {self._state_reads} times, not {count}")
 
     def open_window(self, window_id: int, owner_pid: int | None) -> None:
         self.windows.add(window_id)
@@ -111,6 +132,14 @@ class FakeDesktop:
         self.closed_windows.append(window_ids)
         self.windows -= window_ids
 
+    def desktop_state(self) -> DesktopState:
+        with self._state_read:
+            self._state_reads += 1
+            self._state_read.notify_all()
+        if self.state_error is not None:
+            raise self.state_error
+        return self.state
+
     def close(self) -> None:
         pass
 
@@ -173,6 +202,9 @@ class RecordingDesktop:
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self.inner.close_windows(window_ids)
+
+    def desktop_state(self) -> DesktopState:
+        return self.inner.desktop_state()
 
     def close(self) -> None:
         self.inner.close()

@@ -8,6 +8,7 @@ from rigway.protocol.framing import decode_frame, encode_binary, encode_text
 from rigway.protocol.messages import (
     PROTOCOL_VERSION,
     Hello,
+    Note,
     Ping,
     Pong,
     Reply,
@@ -18,6 +19,7 @@ from rigway.protocol.messages import (
 __all__ = [
     "PROTOCOL_VERSION",
     "Hello",
+    "Note",
     "Ping",
     "Pong",
     "Reply",

@@ -5,6 +5,9 @@ Envelopes (field `t`):
 - `req` / `res`: a request with an `id`, an operation name `op` (`topic/verb`), a
   relative deadline and a body; the reply carries the same `id`. Either side may send
   requests: the gateway asks for screens and input, the agent reports owner kills.
+- `note`: a one-way message with an operation name `op` and a body, answered by
+  nothing (the agent's `desktop/state` changes). A peer drops a note it does not know;
+  a gateway that predates notes ignores the `t` it does not know.
 - `ping` / `pong`: heartbeats, sent by both sides.
 
 Operation bodies live in `rigway.protocol.ops`.
@@ -15,6 +18,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from rigway.protocol.ops import DesktopState
 
 PROTOCOL_VERSION = 1
 
@@ -40,6 +45,9 @@ class Hello(_Message):
     # Sessions the agent still holds from before a reconnect, so the gateway can
     # tell it which of them ended while it was away.
     open_session_ids: list[str] = Field(default_factory=list, max_length=16)
+    # The desktop's state at connect; later changes come as `desktop/state` notes.
+    # None from an agent that does not report it.
+    desktop_state: DesktopState | None = None
 
 
 class Welcome(_Message):
@@ -71,6 +79,12 @@ class Reply(_Message):
     ok: bool
     body: dict[str, Any] = Field(default_factory=dict)
     error: ReplyError | None = None
+
+
+class Note(_Message):
+    t: Literal["note"] = "note"
+    op: str
+    body: dict[str, Any] = Field(default_factory=dict)
 
 
 class Ping(_Message):

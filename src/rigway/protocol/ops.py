@@ -1,4 +1,4 @@
-"""Operation names and bodies carried by `req`/`res` envelopes.
+"""Operation names and bodies carried by `req`/`res` envelopes (and `note`s).
 
 Gateway → agent operations take a `session_id`: the agent refuses a request for a
 session it is not running (`session_mismatch`), so a late reply can never act on the
@@ -27,6 +27,8 @@ STREAM_CANDIDATE = "stream/candidate"
 STREAM_CLOSE = "stream/close"
 # Agent → gateway
 SESSION_OWNER_KILL = "session/owner_kill"
+# Agent → gateway notes (one-way, no reply)
+DESKTOP_STATE = "desktop/state"
 
 # Error codes an agent puts in a failed reply.
 ERROR_INVALID_REQUEST = "invalid_request"
@@ -34,6 +36,8 @@ ERROR_SESSION_MISMATCH = "session_mismatch"
 ERROR_APP_NOT_FOUND = "app_not_found"
 ERROR_HOST = "host_error"
 ERROR_UNKNOWN_OP = "unknown_op"
+# Input refused because the desktop cannot be driven now; the detail is the state.
+ERROR_DESKTOP_UNAVAILABLE = "desktop_unavailable"
 
 MASKED_VALUE = "[redacted]"
 # Past this many disjoint dirty rectangles a caller gains nothing over one bounding box.
@@ -43,6 +47,21 @@ Coordinate = Annotated[int, Field(ge=0, le=65535)]
 # A duration a host reports: 1e400 parses as infinity, which no reply may carry on.
 Milliseconds = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
 Extent = Annotated[int, Field(ge=1, le=65535)]
+
+# Whether the desktop can be seen and driven now: "locked" (lock screen),
+# "secure_desktop" (a UAC or sign-in prompt), "screensaver", "no_display" (no
+# interactive session, or the display is off), "unknown" (cannot be told). The agent
+# refuses input while it is not "normal". The backends' `Desktop.desktop_state` returns
+# these names (`rigway.agent.backends.base` re-exports them).
+DesktopState = Literal["normal", "locked", "secure_desktop", "screensaver", "no_display", "unknown"]
+DESKTOP_STATES: tuple[DesktopState, ...] = (
+    "normal",
+    "locked",
+    "secure_desktop",
+    "screensaver",
+    "no_display",
+    "unknown",
+)
 
 
 class _Body(BaseModel):
@@ -107,6 +126,9 @@ class DirtyRects(_Body):
     available: bool
     capture_mode: str
     rects: list[tuple[int, int, int, int]]
+    # Sampled with the take, so an observe reports it fresh; None from an agent that
+    # predates the field (the gateway then uses the state last noted).
+    desktop_state: DesktopState | None = None
 
 
 class DirtyReturn(_Body):
@@ -199,6 +221,13 @@ class AppsKilled(_Body):
 
 class OwnerKill(_Body):
     session_id: str | None = None
+
+
+class DesktopStateNote(_Body):
+    """The desktop's state changed (`desktop/state` note): sent on each change while
+    connected; the state at connect travels in `hello.desktop_state`."""
+
+    state: DesktopState
 
 
 class WakeSend(_Body):

@@ -9,7 +9,9 @@ Threading contract: the agent calls a backend from three worker threads, never t
 event loop: one for input (`move_pointer` … `type_text`, in order), one for the screen
 (`grab`, `poll_damage`), one for accessibility (`snapshot_accessibility`). A backend
 must be safe under that split (e.g. one X connection per thread) but need not be
-re-entrant within one role. `close` is called once, after the workers stopped.
+re-entrant within one role. `desktop_state` is the exception: it may be called from
+any worker thread, concurrently with every role. `close` is called once, after the
+workers stopped.
 """
 
 from __future__ import annotations
@@ -20,21 +22,12 @@ from typing import Literal, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-MouseButton = Literal["left", "right", "middle"]
+# Whether the desktop can be seen and driven now: one definition, on the wire's side,
+# re-exported for the backends.
+from rigway.protocol.ops import DESKTOP_STATES as DESKTOP_STATES
+from rigway.protocol.ops import DesktopState as DesktopState
 
-# Whether the desktop can be seen and driven now: "locked" (lock screen),
-# "secure_desktop" (a UAC or sign-in prompt), "screensaver", "no_display" (no
-# interactive session, or the display is off), "unknown" (cannot be told). Input is
-# refused while it is not "normal".
-DesktopState = Literal["normal", "locked", "secure_desktop", "screensaver", "no_display", "unknown"]
-DESKTOP_STATES: tuple[DesktopState, ...] = (
-    "normal",
-    "locked",
-    "secure_desktop",
-    "screensaver",
-    "no_display",
-    "unknown",
-)
+MouseButton = Literal["left", "right", "middle"]
 
 # BGRA pixels, shape (height, width, 4), dtype uint8, C-contiguous.
 Pixels = npt.NDArray[np.uint8]
@@ -148,6 +141,15 @@ class Desktop(Protocol):
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         """Close these top-level windows politely, then by force."""
+        ...
+
+    def desktop_state(self) -> DesktopState:
+        """Whether the desktop can be seen and driven now (`DesktopState`).
+
+        May be called from any worker thread, concurrently with the roles. Must be cheap
+        (well under a millisecond where the platform allows): the agent calls it before
+        every input batch, with every dirty take (so every observe) and about once a
+        second while connected. Never raises: "unknown" when it cannot tell."""
         ...
 
     def close(self) -> None: ...

@@ -18,8 +18,10 @@ from typing import Final
 import numpy as np
 
 from rigway.agent.backends.base import (
+    DESKTOP_STATES,
     AccessibilitySnapshot,
     AccessibleElement,
+    DesktopState,
     MouseButton,
     Pixels,
     Rect,
@@ -71,6 +73,8 @@ class SimDesktop:
         self._keys: set[str] = set()
         self._buttons: set[MouseButton] = set()
         self._press_target: str | None = None
+        # Set by tests (`set_desktop_state`); the sim itself never locks.
+        self._desktop_state: DesktopState = "normal"
         # The first paint is the desktop's starting picture, not a change: no damage.
         self._refresh()
         self._damage.clear()
@@ -156,8 +160,22 @@ class SimDesktop:
         close, and closing the fixture would leave later sessions nothing to drive.
         """
 
+    def desktop_state(self) -> DesktopState:
+        with self._lock:
+            return self._desktop_state
+
     def close(self) -> None:
         """Nothing to release: the sim holds no OS resources."""
+
+    # ---- Control for tests ---------------------------------------------------------
+
+    def set_desktop_state(self, state: DesktopState) -> None:
+        """Pretend the desktop is locked, behind a screensaver, … (`DesktopState`): the
+        agent then refuses input and reports the state. The picture does not change."""
+        if state not in DESKTOP_STATES:
+            raise ValueError(f"unknown desktop state {state!r}; one of {DESKTOP_STATES}")
+        with self._lock:
+            self._desktop_state = state
 
     # ---- Observation for tests ----------------------------------------------------
 

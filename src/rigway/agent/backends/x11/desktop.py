@@ -19,6 +19,7 @@ import xcffib.xproto
 
 from rigway.agent.backends.base import (
     AccessibilitySnapshot,
+    DesktopState,
     MouseButton,
     Pixels,
     Rect,
@@ -27,6 +28,7 @@ from rigway.agent.backends.base import (
 from rigway.agent.backends.x11.accessibility import X11Accessibility
 from rigway.agent.backends.x11.capture import ScreenCapture
 from rigway.agent.backends.x11.damage import DamageTracker
+from rigway.agent.backends.x11.desktop_state import X11DesktopState
 from rigway.agent.backends.x11.errors import X11UnavailableError
 from rigway.agent.backends.x11.input import PER_KEY_S, SETTLE_S, X11Input
 from rigway.agent.backends.x11.windows import X11Windows
@@ -42,6 +44,7 @@ class X11Desktop:
         screen_size: tuple[int, int],
         has_damage: bool,
         session_bus_address: str | None = None,
+        system_bus_address: str = "SYSTEM",
         typing_settle_s: float = SETTLE_S,
         typing_per_key_s: float = PER_KEY_S,
     ) -> None:
@@ -55,6 +58,7 @@ class X11Desktop:
         self._input = X11Input(display_name, settle_s=typing_settle_s, per_key_s=typing_per_key_s)
         self._accessibility = X11Accessibility(display_name, session_bus_address, screen_size)
         self._windows = X11Windows(display_name)
+        self._state = X11DesktopState(display_name, system_bus_address=system_bus_address)
 
     # -- screen ----------------------------------------------------------------------
     def native_size(self) -> tuple[int, int]:
@@ -136,6 +140,10 @@ class X11Desktop:
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self._windows.close_windows(window_ids)
 
+    def desktop_state(self) -> DesktopState:
+        """A session lock, else the X screen saver (`desktop_state.py`); any thread."""
+        return self._state.read()
+
     def close(self) -> None:
         """Release every connection and unbind the spare keycodes; safe to call twice."""
         self._input.close()
@@ -144,12 +152,14 @@ class X11Desktop:
             self._capture.close()
         self._accessibility.close()
         self._windows.close()
+        self._state.close()
 
 
 def open_x11_desktop(
     display_name: str | None,
     *,
     session_bus_address: str | None = None,
+    system_bus_address: str = "SYSTEM",
     typing_settle_s: float = SETTLE_S,
     typing_per_key_s: float = PER_KEY_S,
 ) -> X11Desktop:
@@ -157,8 +167,9 @@ def open_x11_desktop(
 
     `display_name` is the DISPLAY the agent was configured with (None when unset).
     `session_bus_address` is the D-Bus session bus for AT-SPI; None means the standard
-    lookup (DBUS_SESSION_BUS_ADDRESS) when the first snapshot runs. The typing margins
-    are explained in `input.py` (trap 1).
+    lookup (DBUS_SESSION_BUS_ADDRESS) when the first snapshot runs. `system_bus_address`
+    is where logind is asked about a session lock ("SYSTEM": the standard lookup, when
+    first asked). The typing margins are explained in `input.py` (trap 1).
     """
     if display_name is None or display_name.strip() == "":
         raise X11UnavailableError(
@@ -175,6 +186,7 @@ def open_x11_desktop(
         screen_size=size,
         has_damage=has_damage,
         session_bus_address=session_bus_address,
+        system_bus_address=system_bus_address,
         typing_settle_s=typing_settle_s,
         typing_per_key_s=typing_per_key_s,
     )
