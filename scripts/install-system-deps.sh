@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Debian packages the test suite needs: the X11 desktop stack (Xvfb, a window manager,
-# AT-SPI, real GTK applications) and Debian's Chromium for browser tests.
+# AT-SPI, real GTK applications), Debian's Chromium for browser tests, and the mingw-w64
+# cross compilers, whose Windows headers the Windows backend's ABI test compiles its
+# struct, constant, vtable (C) and interface id (C++: constexpr __uuidof) checks against.
 set -euo pipefail
 packages=(
   xvfb openbox dbus dbus-x11 at-spi2-core gtk-3-examples zenity xterm
   x11-utils x11-xserver-utils xdotool scrot fonts-dejavu-core
   chromium
+  gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64
 )
 missing=()
 for package in "${packages[@]}"; do
