@@ -21,11 +21,15 @@ from rigway.agent.install import (
     InstallError,
     SystemdUserInstaller,
     TaskSchedulerInstaller,
+    config_home,
     gui_interpreter,
+    installer_for,
+    launch_for,
     systemd_quote,
     systemd_unit,
     task_xml,
     task_xml_bytes,
+    windows_user_id,
 )
 
 GATEWAY = "https://gw.example"
@@ -393,3 +397,49 @@ def test_task_uninstall_when_not_installed_deletes_nothing(tmp_path: Path) -> No
     message = TaskSchedulerInstaller(runner, tmp_path, USER).uninstall()
     assert message.startswith("not installed")
     assert runner.commands == [["schtasks", "/Query", "/TN", TASK_NAME]]
+
+
+# ---- choosing the installer -------------------------------------------------------
+
+
+def test_windows_gets_the_task_installer(tmp_path: Path) -> None:
+    environment = {"USERNAME": "alice", "USERDOMAIN": "DESKTOP-1"}
+    chosen = installer_for(
+        "win32", environment, home=tmp_path, temp_dir=tmp_path, runner=FakeRunner()
+    )
+    assert isinstance(chosen, TaskSchedulerInstaller)
+
+
+def test_linux_gets_the_systemd_installer_under_xdg_config_home(tmp_path: Path) -> None:
+    environment = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    chosen = installer_for(
+        "linux", environment, home=tmp_path, temp_dir=tmp_path, runner=FakeRunner()
+    )
+    assert isinstance(chosen, SystemdUserInstaller)
+    assert chosen.unit_path == tmp_path / "xdg" / "systemd" / "user" / UNIT_NAME
+
+
+def test_other_platforms_are_refused_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="darwin"):
+        installer_for("darwin", {}, home=tmp_path, temp_dir=tmp_path, runner=FakeRunner())
+
+
+def test_relative_xdg_config_home_falls_back_to_dot_config(tmp_path: Path) -> None:
+    assert config_home({"XDG_CONFIG_HOME": "rel/conf"}, tmp_path) == tmp_path / ".config"
+
+
+def test_windows_user_id_is_domain_backslash_user() -> None:
+    assert windows_user_id({"USERNAME": "alice", "USERDOMAIN": "DESKTOP-1"}) == USER
+
+
+def test_windows_user_id_without_username_is_refused() -> None:
+    with pytest.raises(InstallError, match="USERNAME"):
+        windows_user_id({"USERDOMAIN": "DESKTOP-1"})
+
+
+def test_launch_for_makes_the_token_path_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    launch = launch_for("linux", Path("/usr/bin/python3"), GATEWAY, Path("rig.token"), "x11")
+    assert launch.token_file == tmp_path / "rig.token"

@@ -41,14 +41,19 @@ __all__ = [
     "CommandResult",
     "CommandRunner",
     "InstallError",
+    "Installer",
     "SubprocessRunner",
     "SystemdUserInstaller",
     "TaskSchedulerInstaller",
+    "config_home",
     "gui_interpreter",
+    "installer_for",
+    "launch_for",
     "systemd_quote",
     "systemd_unit",
     "task_xml",
     "task_xml_bytes",
+    "windows_user_id",
 ]
 
 UNIT_NAME = "rigway-agent.service"
@@ -331,6 +336,57 @@ class TaskSchedulerInstaller:
         _run(self._runner, ["schtasks", "/End", "/TN", TASK_NAME])
         _check(self._runner, ["schtasks", "/Delete", "/TN", TASK_NAME, "/F"])
         return f"removed the task {TASK_NAME}; the agent is stopped"
+
+
+# ---- choosing the installer ----------------------------------------------------------
+
+
+Installer = SystemdUserInstaller | TaskSchedulerInstaller
+
+
+def installer_for(
+    platform: str,
+    environment: Mapping[str, str],
+    *,
+    home: Path,
+    temp_dir: Path,
+    runner: CommandRunner,
+) -> Installer:
+    """The installer of `platform` (a `sys.platform` value), configured from the
+    environment the caller read."""
+    if platform == "win32":
+        return TaskSchedulerInstaller(runner, temp_dir, windows_user_id(environment))
+    if platform.startswith("linux"):
+        return SystemdUserInstaller(runner, config_home(environment, home), environment)
+    raise InstallError(
+        f"`rigway agent install` knows Linux (systemd) and Windows, not {platform}: "
+        "start `rigway agent run` from your session's start-up items instead"
+    )
+
+
+def config_home(environment: Mapping[str, str], home: Path) -> Path:
+    """$XDG_CONFIG_HOME, or ~/.config when it is unset or relative (as the spec says)."""
+    configured = environment.get("XDG_CONFIG_HOME", "")
+    if configured and Path(configured).is_absolute():
+        return Path(configured)
+    return home / ".config"
+
+
+def windows_user_id(environment: Mapping[str, str]) -> str:
+    """DOMAIN\\user of the logged-on user, as a task's UserId names it."""
+    user = environment.get("USERNAME", "")
+    if user == "":
+        raise InstallError("cannot tell the logged-on user: USERNAME is not set")
+    domain = environment.get("USERDOMAIN", "")
+    return f"{domain}\\{user}" if domain else user
+
+
+def launch_for(
+    platform: str, python: Path, gateway_url: str, token_file: Path, backend: str
+) -> AgentLaunch:
+    """What the log-on entry runs, from this interpreter; raises ValueError."""
+    interpreter = gui_interpreter(python) if platform == "win32" else python
+    return AgentLaunch(interpreter, gateway_url, token_file.absolute(), backend)
 
 
 # ---- running commands ---------------------------------------------------------------

@@ -9,6 +9,7 @@ import os
 import platform
 import signal
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -20,6 +21,7 @@ from rigway import event_loop
 if TYPE_CHECKING:
     from rigway.agent.apps import AppTracker
     from rigway.agent.backends.base import Desktop
+    from rigway.agent.install import Installer
     from rigway.agent.link import AgentLink
     from rigway.agent.runner import AgentSettings
 
@@ -240,6 +242,75 @@ def kill_command(
         typer.echo(f"kill failed: {answer.get('error')}", err=True)
         raise typer.Exit(code=1)
     typer.echo("session ended (owner_kill)" if answer.get("ended") else "no active session")
+
+
+def default_install_backend() -> str:
+    """What `agent install` registers unless told: the desktop of the session it starts in."""
+    return "windows" if sys.platform == "win32" else "x11"
+
+
+@agent_app.command("install")
+def install_command(
+    gateway: Annotated[str, typer.Option(help="Gateway base URL, as paired.")],
+    token_file: Annotated[
+        Path, typer.Option(help="File holding the rig token (only its path is registered).")
+    ],
+    backend: Annotated[
+        str | None,
+        typer.Option(help="Desktop backend (default: windows on Windows, else x11)."),
+    ] = None,
+) -> None:
+    """Start the agent in this user's session now and at each log-on (systemd user unit
+    on Linux, Task Scheduler at-logon task on Windows)."""
+    from rigway.agent.install import InstallError, launch_for
+    from rigway.agent.runner import connect_url
+
+    backend = default_install_backend() if backend is None else backend
+    if backend not in BACKENDS:
+        typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
+        raise typer.Exit(code=2)
+    try:
+        token = token_file.read_text().strip()
+    except OSError as exc:
+        typer.echo(f"cannot read the rig token: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    try:
+        if token == "":
+            raise ValueError(f"{token_file} is empty: pair this rig first")
+        connect_url(gateway)
+        launch = launch_for(sys.platform, Path(sys.executable), gateway, token_file, backend)
+    except ValueError as exc:
+        typer.echo(f"cannot install: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    try:
+        typer.echo(_installer().install(launch))
+    except InstallError as exc:
+        typer.echo(f"install failed: {exc}", err=True)
+        raise typer.Exit(code=1) from exc
+
+
+@agent_app.command("uninstall")
+def uninstall_command() -> None:
+    """Stop the agent started by `agent install` and stop starting it at log-on."""
+    from rigway.agent.install import InstallError
+
+    try:
+        typer.echo(_installer().uninstall())
+    except InstallError as exc:
+        typer.echo(f"uninstall failed: {exc}", err=True)
+        raise typer.Exit(code=1) from exc
+
+
+def _installer() -> Installer:
+    from rigway.agent.install import SubprocessRunner, installer_for
+
+    return installer_for(
+        sys.platform,
+        dict(os.environ),
+        home=Path.home(),
+        temp_dir=Path(tempfile.gettempdir()),
+        runner=SubprocessRunner(),
+    )
 
 
 def _os_name() -> str:
