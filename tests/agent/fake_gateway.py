@@ -2,7 +2,8 @@
 
 It speaks docs/protocol.md from the gateway side on 127.0.0.1: checks the bearer
 token (closing 4401), reads hello, sends welcome, then lets the test send requests and
-await replies, ping, answer agent requests, and drop the connection.
+await replies, ping, answer agent requests, read the agent's notes, and drop the
+connection.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class AgentConnection:
     pongs: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     pings: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     agent_requests: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+    notes: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     # Replies to no request this connection is waiting for.
     stray_replies: list[dict[str, Any]] = field(default_factory=list)
     closed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -75,6 +77,8 @@ class AgentConnection:
                 await self.send({"t": "pong", "sent_at": header["sent_at"]})
         elif kind == "pong":
             self.pongs.put_nowait(header)
+        elif kind == "note":
+            self.notes.put_nowait(header)
         elif kind == "req":
             self.agent_requests.put_nowait(header)
             reply = {"t": "res", "id": header["id"], "ok": True, "body": {"ended": True}}

@@ -11,6 +11,9 @@ ends, before `handle` returns; the link then sends nothing more for it. Errors:
                         (StreamError: no H.264 in the offer, too many viewers, …)
       session_mismatch  the op names a session this agent is not running
       app_not_found     app/kill of a pid this session did not launch
+      desktop_unavailable  an input batch while the desktop is not "normal" (locked, a
+                        secure desktop, the screen saver, …): nothing of it ran, held
+                        input was released; the detail is the state
       host_error        anything that failed on the host (an input event, the backend,
                         streaming without the `stream` extra installed)
       unknown_op        an op this agent does not know
@@ -36,8 +39,9 @@ from pydantic import BaseModel, ValidationError
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
 from rigway.agent.backends.base import Desktop, Rect
+from rigway.agent.desktop_state import DesktopUnavailableError, run_batch_if_drivable
 from rigway.agent.imaging import Mark
-from rigway.agent.input_runner import InputEventError, InputInterruptedError, run_batch
+from rigway.agent.input_runner import InputEventError, InputInterruptedError
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import (
     CapturedFrame,
@@ -386,9 +390,14 @@ class Dispatcher:
         # Read now, on the loop: an interrupt after this point stops this batch even if
         # it has not started on the worker yet.
         epoch = self._guard.epoch
-        run = partial(run_batch, self._guard, request.events, epoch=epoch)
+        run = partial(
+            run_batch_if_drivable, self._desktop, self._guard, request.events, epoch=epoch
+        )
         try:
             count = await self._in_input_worker(run)
+        except DesktopUnavailableError as exc:
+            _log.info("%s", exc)
+            raise HostOpError(ops.ERROR_DESKTOP_UNAVAILABLE, exc.state) from exc
         except (InputEventError, InputInterruptedError) as exc:
             raise HostOpError(ops.ERROR_HOST, str(exc)) from exc
         return ops.InputDone(count=count).model_dump(), None

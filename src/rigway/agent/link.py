@@ -14,7 +14,9 @@ Errors `run()` stops on (retrying could never help):
 Everything else (refused connections, drops, timeouts, garbage) is retried with
 exponential backoff and jitter. Each request from the gateway runs in a task of its
 own, so the legs of an observe run concurrently; input batches and app ops of one
-session go through an ordered lane so they run in arrival order.
+session go through an ordered lane so they run in arrival order. With a
+`DesktopStateReporter` the hello carries the desktop's state and each change after it
+goes as a `desktop/state` note while connected.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 from websockets.protocol import State
 
+from rigway.agent.desktop_state import DesktopStateReporter
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
 from rigway.agent.dispatch import Reply as OpReply
 from rigway.agent.link_connection import DirectClientConnection, Message
@@ -45,7 +48,7 @@ from rigway.protocol.framing import (
     encode_binary,
     encode_text,
 )
-from rigway.protocol.messages import Hello, Ping, Pong, Reply, Request, Welcome
+from rigway.protocol.messages import Hello, Note, Ping, Pong, Reply, Request, Welcome
 from rigway.protocol.ws_frames import masked_binary_frame
 
 __all__ = [
@@ -186,9 +189,11 @@ class AgentLink:
         open_timeout_s: float = 10.0,
         max_frame_bytes: int = MAX_FRAME_BYTES,
         rng: random.Random | None = None,
+        desktop_states: DesktopStateReporter | None = None,
     ) -> None:
         """`url` is the full `ws(s)://…/v1/agent/connect` address. The gateway's
-        `welcome.heartbeat_interval_s` replaces `heartbeat_interval_s` once connected."""
+        `welcome.heartbeat_interval_s` replaces `heartbeat_interval_s` once connected.
+        `desktop_states`: None sends no desktop state (the gateway shows "unknown")."""
         self._url = url
         self._rig_token = rig_token
         self._hello = hello
@@ -199,6 +204,7 @@ class AgentLink:
         self._open_timeout_s = open_timeout_s
         self._max_frame_bytes = max_frame_bytes
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 (jitter only)
+        self._desktop_states = desktop_states
         self._stopping = asyncio.Event()
         self._connected = asyncio.Event()
         self._ws: DirectClientConnection | None = None
@@ -322,10 +328,11 @@ class AgentLink:
         self._ws = ws
         welcomed = False
         try:
-            welcome = await self._handshake(ws)
+            state = None if self._desktop_states is None else await self._desktop_states.sample()
+            welcome = await self._handshake(ws, state)
             welcomed = True
             self._on_welcome(welcome)
-            await self._serve(ws)
+            await self._serve(ws, state)
         except ConnectionClosed:
             pass
         finally:
@@ -335,10 +342,15 @@ class AgentLink:
                 self._on_drop()
         _raise_if_fatal(ws.close_code, ws.close_reason)
 
-    async def _handshake(self, ws: DirectClientConnection) -> Welcome:
+    async def _handshake(
+        self, ws: DirectClientConnection, desktop_state: ops.DesktopState | None
+    ) -> Welcome:
         session_id = self._dispatcher.active_session_id
         hello = self._hello.model_copy(
-            update={"open_session_ids": [] if session_id is None else [session_id]}
+            update={
+                "open_session_ids": [] if session_id is None else [session_id],
+                "desktop_state": desktop_state,
+            }
         )
         await ws.send(encode_text(hello.model_dump()))
         # A gateway that answers with something else is told why in the close code, as
@@ -367,10 +379,15 @@ class AgentLink:
         self._connected.set()
         _log.info("host link up: rig %s", welcome.rig_id)
 
-    async def _serve(self, ws: DirectClientConnection) -> None:
+    async def _serve(
+        self, ws: DirectClientConnection, desktop_state: ops.DesktopState | None
+    ) -> None:
         loop = asyncio.get_running_loop()
         self._last_heard = loop.time()
         heartbeat = asyncio.create_task(self._heartbeat(ws))
+        if self._desktop_states is not None and desktop_state is not None:
+            report = partial(self._note_desktop_state, ws)
+            self._spawn_for_connection(self._desktop_states.report_changes(desktop_state, report))
         try:
             ws.deliver_to(partial(self._on_message, ws))
             await ws.wait_closed()
@@ -453,6 +470,12 @@ class AgentLink:
     ) -> None:
         with contextlib.suppress(ConnectionClosed):
             await self._send(ws, message, payload)
+
+    async def _note_desktop_state(
+        self, ws: DirectClientConnection, state: ops.DesktopState
+    ) -> None:
+        body = ops.DesktopStateNote(state=state).model_dump()
+        await self._send_quietly(ws, Note(op=ops.DESKTOP_STATE, body=body).model_dump())
 
     # ---- frames ---------------------------------------------------------------------
 

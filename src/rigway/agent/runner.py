@@ -27,6 +27,7 @@ from rigway import __version__
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.apps import AppTracker, ProcessTracker
 from rigway.agent.backends.base import Desktop, WalkBudget
+from rigway.agent.desktop_state import DEFAULT_SAMPLE_INTERVAL_S, DesktopStateReporter
 from rigway.agent.dispatch import Dispatcher
 from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
@@ -72,6 +73,8 @@ class AgentSettings:
     walk_deadline_s: float = 1.5
     # Threads that encode a screenshot's JPEG strips; None: one per CPU, at most 4.
     encode_threads: int | None = None
+    # How often the desktop state is sampled while connected (changes go to the gateway).
+    desktop_state_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     stream: StreamSettings = field(default_factory=StreamSettings)
 
     def __post_init__(self) -> None:
@@ -86,6 +89,8 @@ class AgentSettings:
             raise ValueError("max_walk_elements must be >= 1 and walk_deadline_s > 0")
         if self.encode_threads is not None and self.encode_threads < 1:
             raise ValueError("encode_threads must be >= 1")
+        if self.desktop_state_interval_s <= 0:
+            raise ValueError("desktop_state_interval_s must be > 0")
         connect_url(self.gateway_url)
 
 
@@ -175,6 +180,9 @@ async def run_agent(
             dispatcher,
             heartbeat_interval_s=settings.heartbeat_interval_s,
             session_grace_s=settings.session_grace_s,
+            desktop_states=DesktopStateReporter(
+                desktop, interval_s=settings.desktop_state_interval_s
+            ),
         )
         if on_link is not None:
             on_link(link)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rigway.agent.backends.base import Desktop, Pixels, Rect
+from rigway.agent.desktop_state import read_desktop_state
 from rigway.agent.imaging import EncodedImage, Mark, render_jpeg, scaled_size
 from rigway.agent.jpeg_strips import StripEncoder, StripJpeg, strips_touched
 from rigway.agent.worker import SerialWorker
@@ -345,6 +346,7 @@ class ScreenService:
             available=available,
             capture_mode=self._desktop.capture_mode,
             rects=[r.as_list() for r in rects],
+            desktop_state=read_desktop_state(self._desktop),
         )
 
     def _return_dirty(self, rects: Sequence[Rect]) -> None:
