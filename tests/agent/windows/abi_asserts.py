@@ -77,11 +77,16 @@ _C_PRELUDE = """\
 
 /* All bits of an integer expression's own width (one to eight bytes). */
 #define RIGWAY_BITS_OF(x) (~0ULL >> (64 - 8 * sizeof(x)))
-/* Whether member m of T has signedness `want`; true for non-integers (a pointer or an
-   enum has no signedness the ABI depends on). */
+/* Whether member m of T has signedness `want`; true for what is not a plain integer (a
+   pointer, an enum, a union such as LARGE_INTEGER: no signedness the ABI depends on).
+   _Generic, not a cast of -1 to the member's type, so that any type compiles. */
+#define RIGWAY_SIGNED(x) _Generic((x), \\
+    signed char: 1, short: 1, int: 1, long: 1, long long: 1, \\
+    unsigned char: 0, unsigned short: 0, unsigned int: 0, unsigned long: 0, \\
+    unsigned long long: 0, default: -1)
 #define RIGWAY_SIGN_IS(T, m, want) __builtin_choose_expr( \\
     __builtin_classify_type(((T *)0)->m) == 1, \\
-    (((__typeof__(((T *)0)->m))-1 < 0) == (want)), 1)
+    RIGWAY_SIGNED(((T *)0)->m) == (want) || RIGWAY_SIGNED(((T *)0)->m) == -1, 1)
 """
 
 _CXX_PRELUDE = """\

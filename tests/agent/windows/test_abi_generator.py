@@ -10,7 +10,15 @@ import ctypes
 
 import pytest
 
-from rigway.agent.backends.windows._ctypes_types import DWORD, LONG, POINT, RECT, ULONG_PTR
+from rigway.agent.backends.windows._ctypes_types import (
+    BOOL,
+    DWORD,
+    LONG,
+    POINT,
+    RECT,
+    UINT,
+    ULONG_PTR,
+)
 from rigway.agent.backends.windows.abi import IUNKNOWN, AbiDeclarations, ComInterface
 from tests.agent.windows.abi_asserts import (
     CompileOutcome,
@@ -64,6 +72,24 @@ class INPUT(ctypes.Structure):
     _fields_ = (("type", DWORD), ("u", _INPUT_UNION))
 
 
+class DXGI_OUTDUPL_POINTER_POSITION(ctypes.Structure):
+    _fields_ = (("Position", POINT), ("Visible", BOOL))
+
+
+class DXGI_OUTDUPL_FRAME_INFO(ctypes.Structure):
+    # LARGE_INTEGER is a union in C: declared as the 64-bit integer it holds.
+    _fields_ = (
+        ("LastPresentTime", ctypes.c_int64),
+        ("LastMouseUpdateTime", ctypes.c_int64),
+        ("AccumulatedFrames", UINT),
+        ("RectsCoalesced", BOOL),
+        ("ProtectedContentMaskedOut", BOOL),
+        ("PointerPosition", DXGI_OUTDUPL_POINTER_POSITION),
+        ("TotalMetadataBufferSize", UINT),
+        ("PointerShapeBufferSize", UINT),
+    )
+
+
 def duplication(methods: tuple[str, ...], iid: str = DUPLICATION_IID) -> ComInterface:
     return ComInterface("IDXGIOutputDuplication", iid, "IDXGIObject", methods)
 
@@ -74,7 +100,7 @@ def compiled(declarations: AbiDeclarations) -> CompileOutcome:
 
 def test_declarations_matching_the_headers_compile_clean() -> None:
     declarations = AbiDeclarations(
-        structs=(RECT, POINT, INPUT),
+        structs=(RECT, POINT, INPUT, DXGI_OUTDUPL_FRAME_INFO),
         constants={"DXGI_ERROR_ACCESS_LOST": 0x887A0026, "INPUT_MOUSE": 0, "E_FAIL": -2147467259},
         interfaces=(IUNKNOWN, IDXGI_OBJECT, duplication(DUPLICATION_METHODS)),
         headers=HEADERS,
