@@ -27,6 +27,7 @@ STREAM_CANDIDATE = "stream/candidate"
 STREAM_CLOSE = "stream/close"
 # Agent → gateway
 SESSION_OWNER_KILL = "session/owner_kill"
+RIG_API_ACCESS = "rig/api_access"
 # Agent → gateway notes (one-way, no reply)
 DESKTOP_STATE = "desktop/state"
 
@@ -221,6 +222,17 @@ class AppsKilled(_Body):
 
 class OwnerKill(_Body):
     session_id: str | None = None
+
+
+class RigApiAccess(_Body):
+    """The owner, at the rig (its tray), turns the rig's API access off or on, as the
+    console's toggle does; None only reads it. A live session is not ended by it."""
+
+    enabled: bool | None = None
+
+
+class RigApiAccessState(_Body):
+    api_access_enabled: bool
 
 
 class DesktopStateNote(_Body):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, WebSocket
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.websockets import WebSocketDisconnect
 
+from rigway.gateway.errors import ApiError
 from rigway.gateway.hostlink.connection import HostConnection, HostOpError
 from rigway.gateway.services import Services, services_of
 from rigway.protocol import PROTOCOL_VERSION, Hello, Welcome, decode_frame, encode_text, ops
@@ -22,6 +23,7 @@ router = APIRouter()
 CLOSE_BAD_TOKEN = 4401
 CLOSE_PROTOCOL = 4400
 _HELLO_TIMEOUT_S = 10.0
+_BodyT = TypeVar("_BodyT", bound=BaseModel)
 
 
 @router.websocket("/v1/agent/connect")
@@ -41,13 +43,16 @@ async def agent_connect(websocket: WebSocket) -> None:
     # Before any other await: a host-gone timer firing now would end a session whose
     # host is back, and skip its safety restore.
     services.timers.host_connected(rig.id)
+    account_id = rig.account_id
     connection = HostConnection(
         rig.id,
         websocket,
         hello,
         heartbeat_interval_s=services.settings.heartbeat_interval_s,
         monotonic=services.clock.monotonic,
-        on_agent_request=lambda op, conn, body: _on_agent_request(services, op, conn, body),
+        on_agent_request=lambda op, conn, body: _on_agent_request(
+            services, account_id, op, conn, body
+        ),
     )
     try:
         await services.rigs.record_hello(rig.id, hello)
@@ -103,16 +108,43 @@ async def _receive_hello(websocket: WebSocket) -> Hello | None:
 
 
 async def _on_agent_request(
-    services: Services, op: str, connection: HostConnection, body: dict[str, Any]
+    services: Services, account_id: str, op: str, connection: HostConnection, body: dict[str, Any]
 ) -> dict[str, Any]:
-    if op != ops.SESSION_OWNER_KILL:
-        raise HostOpError(ops.ERROR_UNKNOWN_OP, f"the gateway has no operation {op!r}")
+    if op == ops.SESSION_OWNER_KILL:
+        return await _owner_kill(services, connection.rig_id, _parse(ops.OwnerKill, body))
+    if op == ops.RIG_API_ACCESS:
+        request = _parse(ops.RigApiAccess, body)
+        return await _api_access(services, account_id, connection.rig_id, request)
+    raise HostOpError(ops.ERROR_UNKNOWN_OP, f"the gateway has no operation {op!r}")
+
+
+def _parse(model: type[_BodyT], body: dict[str, Any]) -> _BodyT:
     try:
-        request = ops.OwnerKill.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
-    live = services.sessions.live.for_rig(connection.rig_id)
+
+
+async def _owner_kill(services: Services, rig_id: str, request: ops.OwnerKill) -> dict[str, Any]:
+    live = services.sessions.live.for_rig(rig_id)
     if live is None or (request.session_id is not None and request.session_id != live.id):
         return {"ended": False}
     await services.sessions.end(live.id, "owner_kill", wait_for_host=False)
     return {"ended": True}
+
+
+async def _api_access(
+    services: Services, account_id: str, rig_id: str, request: ops.RigApiAccess
+) -> dict[str, Any]:
+    """The console's own toggle (`rig_owner.update`), for the rig's tray."""
+    try:
+        if request.enabled is None:
+            enabled = (await services.rigs.get(account_id, rig_id)).api_access_enabled
+        else:
+            rig = await services.rig_owner.update(
+                account_id, rig_id, name=None, api_access_enabled=request.enabled
+            )
+            enabled = rig.api_access_enabled
+    except ApiError as exc:  # e.g. unpaired meanwhile: rig_not_found
+        raise HostOpError(exc.code, exc.detail) from exc
+    return ops.RigApiAccessState(api_access_enabled=enabled).model_dump()
