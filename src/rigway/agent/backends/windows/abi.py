@@ -36,7 +36,13 @@ __all__ = [
 ]
 
 # Pure modules of this package that expose `ABI`; the ABI test reads them all.
-DECLARING_MODULES: tuple[str, ...] = ("_ctypes_types", "bootstrap", "dxgi_types", "gdi_types")
+DECLARING_MODULES: tuple[str, ...] = (
+    "_ctypes_types",
+    "bootstrap",
+    "uia_model",
+    "dxgi_types",
+    "gdi_types",
+)
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
 

@@ -1,0 +1,361 @@
+"""The budgeted UI Automation walk and the role that runs it on its own worker threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
+from rigway.agent.backends.windows import uia_model as uia
+from rigway.agent.backends.windows.geometry import OutputPlacement
+from rigway.agent.backends.windows.uia_walk import (
+    UiaAccessibility,
+    UiaCallError,
+    WalkResults,
+    walk_foreground,
+)
+from tests.agent.windows.fake_uia import (
+    BLOCK_LIMIT_S,
+    WINDOW_RECT,
+    Block,
+    FakeClock,
+    FakePortFactory,
+    FakeUiaPort,
+    element,
+    typical_window,
+    wide_tree,
+)
+
+PRIMARY = OutputPlacement(left=0, top=0, width=1920, height=1080)
+CAPTURE = (1920, 1080)
+BUDGET = WalkBudget(max_elements=500, deadline_s=1.5)
+# Short enough that a test of an abandoned walk takes a fraction of a second.
+QUICK = WalkBudget(max_elements=500, deadline_s=0.05)
+QUICK_GRACE_S = 0.05
+
+
+def _walk(
+    port: FakeUiaPort, budget: WalkBudget = BUDGET, clock: FakeClock | None = None
+) -> AccessibilitySnapshot:
+    results = WalkResults()
+    walk_foreground(port, budget, PRIMARY, CAPTURE, results, clock or FakeClock())
+    return results.snapshot()
+
+
+def _names(snapshot: AccessibilitySnapshot) -> list[str]:
+    return [e.name for e in snapshot.elements]
+
+
+# --- The walk ---------------------------------------------------------------------------
+def test_typical_window_maps_every_control() -> None:
+    window = typical_window()
+    snapshot = _walk(FakeUiaPort(window.root))
+    assert snapshot.window_title == "Sign in"
+    assert snapshot.window_role == "window"
+    assert _names(snapshot) == ["Username", "Password", "Remember me", "Sign in"]
+    assert [e.role for e in snapshot.elements] == [
+        "text",
+        "password text",
+        "check box",
+        "push button",
+    ]
+    assert not snapshot.truncated
+
+
+def test_values_are_joined_by_runtime_id() -> None:
+    window = typical_window()
+    by_name = {e.name: e for e in _walk(FakeUiaPort(window.root)).elements}
+    assert by_name["Username"].value == "alice"
+    assert by_name["Remember me"].value == "checked"
+    assert by_name["Username"].key == uia.element_key(window.text_field.record)
+
+
+def test_password_value_is_never_requested_nor_reported() -> None:
+    window = typical_window()
+    port = FakeUiaPort(window.root)
+    snapshot = _walk(port)
+    password = next(e for e in snapshot.elements if e.name == "Password")
+    assert password.masked
+    assert password.value is None
+    assert window.hidden_text not in repr(snapshot)
+    (value_request,) = port.requests_of("values")
+    assert value_request.query is not None
+    assert uia.PropertyCondition(uia.UIA_IsPasswordPropertyId, False) in (
+        value_request.query.conditions
+    )
+
+
+def test_walk_never_caches_a_value_with_the_element_properties() -> None:
+    port = FakeUiaPort(typical_window().root)
+    _walk(port)
+    for request in port.requests_of("children") + port.requests_of("foreground_root"):
+        assert request.query is not None
+        assert uia.UIA_ValueValuePropertyId not in request.query.property_ids
+
+
+def test_password_value_from_a_provider_ignoring_the_condition_is_dropped() -> None:
+    window = typical_window()
+    port = FakeUiaPort(window.root, honour_value_condition=False)
+    snapshot = _walk(port)
+    password = next(e for e in snapshot.elements if e.name == "Password")
+    assert password.value is None
+    assert window.hidden_text not in repr(snapshot)
+
+
+def test_children_are_asked_once_per_parent() -> None:
+    window = typical_window()
+    port = FakeUiaPort(window.root)
+    _walk(port)
+    targets = [request.target for request in port.requests_of("children")]
+    assert targets[0] is window.root
+    assert len(targets) == len({id(t) for t in targets}) == 5
+
+
+def test_no_foreground_window_gives_an_empty_snapshot() -> None:
+    snapshot = _walk(FakeUiaPort(None))
+    assert snapshot == AccessibilitySnapshot("", "", [], truncated=False)
+
+
+def test_call_timeout_is_set_from_the_budget() -> None:
+    port = FakeUiaPort(typical_window().root)
+    _walk(port, WalkBudget(max_elements=10, deadline_s=0.8))
+    assert [r.timeout_s for r in port.requests_of("set_call_timeout")] == [0.8]
+
+
+def test_element_cap_sets_truncated_and_keeps_top_level_elements() -> None:
+    port = FakeUiaPort(wide_tree(levels=3, per_parent=4))
+    snapshot = _walk(port, WalkBudget(max_elements=6, deadline_s=1.5))
+    assert snapshot.truncated
+    assert len(snapshot.elements) == 6
+    # Breadth first: all four of the first level, then the first children of the first.
+    assert _names(snapshot)[:4] == ["b0.0", "b0.1", "b0.2", "b0.3"]
+
+
+def test_tree_exactly_at_the_cap_is_not_truncated() -> None:
+    snapshot = _walk(FakeUiaPort(typical_window().root), WalkBudget(max_elements=4))
+    assert len(snapshot.elements) == 4
+    assert not snapshot.truncated
+
+
+def test_deadline_stops_the_walk_and_sets_truncated() -> None:
+    clock = FakeClock()
+    port = FakeUiaPort(wide_tree(levels=4, per_parent=3), clock=clock, seconds_per_call=0.1)
+    snapshot = _walk(port, WalkBudget(max_elements=500, deadline_s=0.35), clock)
+    assert snapshot.truncated
+    # The root (found at 0.1 s) and the first child (at 0.2 s) were asked for their
+    # children before the walk's share of the deadline (0.2625 s) ran out.
+    assert len(port.requests_of("children")) == 2
+    assert _names(snapshot)[:3] == ["b0.0", "b0.1", "b0.2"]
+
+
+def test_offscreen_subtree_is_not_walked() -> None:
+    hidden_child = element("Button", (120, 60, 10, 10), "hidden child")
+    menu = element("Menu", (110, 60, 50, 50), "menu", offscreen=True, children=[hidden_child])
+    port = FakeUiaPort(element("Window", WINDOW_RECT, "w", children=[menu]))
+    snapshot = _walk(port)
+    assert snapshot.elements == []
+    assert all(r.target is not menu for r in port.requests_of("children"))
+
+
+def test_non_control_children_are_not_reported() -> None:
+    decoration = element("Image", (110, 60, 10, 10), "decoration", is_control=False)
+    port = FakeUiaPort(element("Window", WINDOW_RECT, "w", children=[decoration]))
+    assert _walk(port).elements == []
+
+
+def test_element_gone_mid_walk_skips_its_subtree_only() -> None:
+    window = typical_window()
+    gone = UiaCallError("gone", uia.UIA_E_ELEMENTNOTAVAILABLE)
+    port = FakeUiaPort(window.root, failures={("children", id(window.text_field)): gone})
+    snapshot = _walk(port)
+    assert len(snapshot.elements) == 4
+    assert not snapshot.truncated
+
+
+def test_uia_timeout_stops_the_walk_as_truncated() -> None:
+    window = typical_window()
+    timeout = UiaCallError("timeout", uia.UIA_E_TIMEOUT)
+    port = FakeUiaPort(window.root, failures={("children", id(window.text_field)): timeout})
+    snapshot = _walk(port)
+    assert snapshot.truncated
+    assert len(port.requests_of("children")) == 2
+    assert port.requests_of("values") == []
+
+
+def test_failed_value_query_keeps_the_elements() -> None:
+    window = typical_window()
+    failure = UiaCallError("E_FAIL", uia.hresult(0x80004005))
+    port = FakeUiaPort(window.root, failures={("values", id(window.root)): failure})
+    snapshot = _walk(port)
+    assert len(snapshot.elements) == 4
+    assert next(e for e in snapshot.elements if e.name == "Username").value is None
+
+
+# --- The role: worker threads -----------------------------------------------------------
+@pytest.fixture
+def roles() -> Iterator[list[UiaAccessibility]]:
+    made: list[UiaAccessibility] = []
+    yield made
+    for role in made:
+        role.close()
+
+
+def _role(
+    made: list[UiaAccessibility], factory: FakePortFactory, max_leaked_workers: int = 2
+) -> UiaAccessibility:
+    role = UiaAccessibility(
+        factory,
+        lambda: PRIMARY,
+        lambda: CAPTURE,
+        grace_s=QUICK_GRACE_S,
+        max_leaked_workers=max_leaked_workers,
+    )
+    made.append(role)
+    return role
+
+
+def test_snapshot_walks_on_a_worker_thread_that_owns_the_port(
+    roles: list[UiaAccessibility],
+) -> None:
+    port = FakeUiaPort(typical_window().root)
+    role = _role(roles, FakePortFactory(port))
+    snapshot = role.snapshot(BUDGET)
+    assert len(snapshot.elements) == 4
+    assert port.created_on != threading.get_ident()
+    assert {r.thread_id for r in port.requests} == {port.created_on}
+
+
+def test_worker_and_port_are_reused_between_snapshots(roles: list[UiaAccessibility]) -> None:
+    factory = FakePortFactory(FakeUiaPort(typical_window().root))
+    role = _role(roles, factory)
+    role.snapshot(BUDGET)
+    role.snapshot(BUDGET)
+    assert len(factory.created) == 1
+    assert len(factory.created[0].requests_of("foreground_root")) == 2
+
+
+def test_blocked_walk_returns_partial_result_and_next_walk_uses_a_fresh_port(
+    roles: list[UiaAccessibility],
+) -> None:
+    window = typical_window()
+    block = Block("values")
+    hung = FakeUiaPort(window.root, block=block)
+    fresh = FakeUiaPort(typical_window().root)
+    factory = FakePortFactory(hung, fresh)
+    role = _role(roles, factory)
+
+    started = time.monotonic()
+    partial = role.snapshot(QUICK)
+    # Well before the fake's own limit on a blocked call: the caller did not wait for it.
+    assert time.monotonic() - started < BLOCK_LIMIT_S / 2
+    assert block.entered.is_set()
+    assert partial.truncated
+    assert _names(partial) == ["Username", "Password", "Remember me", "Sign in"]
+    assert role.leaked_workers == 1
+
+    after = role.snapshot(QUICK)
+    assert factory.created == [hung, fresh]
+    assert fresh.created_on != hung.created_on
+    assert not after.truncated
+    assert len(after.elements) == 4
+    block.release.set()
+
+
+def test_abandoned_worker_closes_its_port_on_its_own_thread_once_released(
+    roles: list[UiaAccessibility],
+) -> None:
+    block = Block("children")
+    hung = FakeUiaPort(typical_window().root, block=block)
+    role = _role(roles, FakePortFactory(hung))
+    role.snapshot(QUICK)
+    block.release.set()
+    assert hung.closed.wait(5.0)
+    assert hung.closed_on == hung.created_on
+    hung.created_thread.join(5.0)
+    assert role.leaked_workers == 0
+
+
+def test_leaked_worker_cap_gives_empty_truncated_snapshots_without_new_ports(
+    roles: list[UiaAccessibility],
+) -> None:
+    block = Block("children")
+    hung = FakeUiaPort(typical_window().root, block=block)
+    factory = FakePortFactory(hung)
+    role = _role(roles, factory, max_leaked_workers=1)
+    role.snapshot(QUICK)
+
+    refused = role.snapshot(QUICK)
+    assert refused == AccessibilitySnapshot("", "", [], truncated=True)
+    assert factory.created == [hung]
+
+    block.release.set()
+    hung.created_thread.join(5.0)
+    recovered = role.snapshot(QUICK)
+    assert len(factory.created) == 2
+    assert not recovered.truncated
+
+
+def test_port_that_cannot_be_created_gives_an_empty_snapshot_and_is_retried(
+    roles: list[UiaAccessibility],
+) -> None:
+    attempts: list[int] = []
+    working = FakeUiaPort(typical_window().root)
+
+    def factory() -> FakeUiaPort:
+        attempts.append(threading.get_ident())
+        if len(attempts) == 1:
+            raise OSError("UIAutomationCore.dll could not be loaded")
+        return working
+
+    role = UiaAccessibility(factory, lambda: PRIMARY, lambda: CAPTURE, grace_s=QUICK_GRACE_S)
+    roles.append(role)
+    assert role.snapshot(BUDGET).elements == []
+    assert len(role.snapshot(BUDGET).elements) == 4
+    assert len(attempts) == 2
+
+
+def test_port_that_raises_unexpectedly_is_replaced(roles: list[UiaAccessibility]) -> None:
+    class BrokenPort(FakeUiaPort):
+        def foreground_root(self, query: uia.CacheQuery) -> uia.UiaNode | None:
+            raise RuntimeError("RPC server unavailable")
+
+    broken = BrokenPort(None)
+    working = FakeUiaPort(typical_window().root)
+    factory = FakePortFactory(broken, working)
+    role = _role(roles, factory)
+    assert role.snapshot(BUDGET).elements == []
+    assert broken.closed.is_set()
+    assert len(role.snapshot(BUDGET).elements) == 4
+
+
+def test_close_closes_the_port_on_its_worker_thread(roles: list[UiaAccessibility]) -> None:
+    port = FakeUiaPort(typical_window().root)
+    role = _role(roles, FakePortFactory(port))
+    role.snapshot(BUDGET)
+    role.close()
+    assert port.closed.wait(5.0)
+    assert port.closed_on == port.created_on
+
+
+def test_snapshot_after_close_is_empty(roles: list[UiaAccessibility]) -> None:
+    factory = FakePortFactory(FakeUiaPort(typical_window().root))
+    role = _role(roles, factory)
+    role.close()
+    assert role.snapshot(BUDGET).elements == []
+    assert factory.created == []
+
+
+def test_rects_are_mapped_through_the_placement_read_at_each_snapshot(
+    roles: list[UiaAccessibility],
+) -> None:
+    placements = [PRIMARY, OutputPlacement(left=100, top=50, width=1920, height=1080)]
+    factory = FakePortFactory(FakeUiaPort(typical_window().root))
+    role = UiaAccessibility(factory, lambda: placements[0], lambda: CAPTURE)
+    roles.append(role)
+    before = role.snapshot(BUDGET).elements[0]
+    placements.pop(0)
+    after = role.snapshot(BUDGET).elements[0]
+    assert (after.x, after.y) == (before.x - 100, before.y - 50)
