@@ -42,6 +42,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "uia_model",
     "dxgi_types",
     "gdi_types",
+    "jobs",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
