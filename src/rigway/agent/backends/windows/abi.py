@@ -43,6 +43,8 @@ DECLARING_MODULES: tuple[str, ...] = (
     "dxgi_types",
     "gdi_types",
     "jobs",
+    "sendinput",
+    "keymap",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
