@@ -1,0 +1,465 @@
+"""Binding for `jobs.py`: `Win32JobPort`, the `JobPort` over kernel32, user32, the
+process token (pywin32) and psutil; plus the process and window primitives
+`_toplevel.py` shares.
+
+Only calls, each wrapped once with its argument and result types, built from the
+layouts and constants `jobs.ABI` declares; what is launched, killed or spared is
+decided in `jobs.py` and `protect.py`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+from collections.abc import Mapping
+
+import psutil
+import pywintypes
+import win32api
+import win32security
+
+from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
+from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, UINT
+from rigway.agent.backends.windows.jobs import (
+    CONSTANTS,
+    CREATION_FLAGS,
+    FILETIME,
+    PROCESS_INFORMATION,
+    STARTUPINFOW,
+    JobAppTracker,
+    SuspendedProcess,
+    environment_block,
+    find_executable,
+    job_limits,
+    parse_process_id_list,
+    process_id_list_size,
+)
+from rigway.agent.backends.windows.protect import ProcessInfo
+
+assert sys.platform == "win32"
+
+__all__ = [
+    "Win32JobPort",
+    "open_job_tracker",
+    "open_process",
+    "post_close",
+    "process_info",
+    "terminate_pid",
+    "top_level_windows",
+    "wait_processes_exit",
+    "window_pid",
+]
+
+_kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+_user32 = ctypes.WinDLL("user32", use_last_error=True)
+
+HWND = HANDLE
+WPARAM = ctypes.c_size_t
+LPARAM = ctypes.c_ssize_t
+_VOIDP = ctypes.c_void_p
+
+_ERROR_INVALID_PARAMETER = CONSTANTS["ERROR_INVALID_PARAMETER"]
+_ERROR_MORE_DATA = CONSTANTS["ERROR_MORE_DATA"]
+_WAIT_OBJECT_0 = CONSTANTS["WAIT_OBJECT_0"]
+_QUERY = CONSTANTS["PROCESS_QUERY_LIMITED_INFORMATION"]
+# ResumeThread's failure value, (DWORD)-1.
+_RESUME_FAILED = 0xFFFF_FFFF
+# Query rounds for a job that grows between them before taking the list as it is.
+_MAX_LIST_ROUNDS = 4
+
+
+def _declare(dll: ctypes.WinDLL, name: str, restype: object, *argtypes: object) -> None:
+    function = getattr(dll, name)
+    function.argtypes = argtypes
+    function.restype = restype
+
+
+_declare(
+    _kernel32,
+    "CreateProcessW",
+    BOOL,
+    ctypes.c_wchar_p,
+    _VOIDP,
+    _VOIDP,
+    _VOIDP,
+    BOOL,
+    DWORD,
+    _VOIDP,
+    ctypes.c_wchar_p,
+    ctypes.POINTER(STARTUPINFOW),
+    ctypes.POINTER(PROCESS_INFORMATION),
+)
+_declare(_kernel32, "CreateJobObjectW", HANDLE, _VOIDP, ctypes.c_wchar_p)
+_declare(_kernel32, "SetInformationJobObject", BOOL, HANDLE, ctypes.c_int, _VOIDP, DWORD)
+_declare(
+    _kernel32,
+    "QueryInformationJobObject",
+    BOOL,
+    HANDLE,
+    ctypes.c_int,
+    _VOIDP,
+    DWORD,
+    ctypes.POINTER(DWORD),
+)
+_declare(_kernel32, "AssignProcessToJobObject", BOOL, HANDLE, HANDLE)
+_declare(_kernel32, "TerminateJobObject", BOOL, HANDLE, UINT)
+_declare(_kernel32, "ResumeThread", DWORD, HANDLE)
+_declare(_kernel32, "TerminateProcess", BOOL, HANDLE, UINT)
+_declare(_kernel32, "CloseHandle", BOOL, HANDLE)
+_declare(_kernel32, "OpenProcess", HANDLE, DWORD, BOOL, DWORD)
+_declare(_kernel32, "WaitForSingleObject", DWORD, HANDLE, DWORD)
+_declare(
+    _kernel32,
+    "GetProcessTimes",
+    BOOL,
+    HANDLE,
+    ctypes.POINTER(FILETIME),
+    ctypes.POINTER(FILETIME),
+    ctypes.POINTER(FILETIME),
+    ctypes.POINTER(FILETIME),
+)
+_declare(_kernel32, "ProcessIdToSessionId", BOOL, DWORD, ctypes.POINTER(DWORD))
+_declare(_user32, "GetWindowThreadProcessId", DWORD, HWND, ctypes.POINTER(DWORD))
+_declare(_user32, "PostMessageW", BOOL, HWND, UINT, WPARAM, LPARAM)
+_WNDENUMPROC = ctypes.WINFUNCTYPE(BOOL, HWND, LPARAM)
+_declare(_user32, "EnumWindows", BOOL, _WNDENUMPROC, LPARAM)
+
+# IsProcessCritical exists from Windows 8.1. Before it no user-mode query exists; the
+# processes that can be critical there run as SYSTEM, which the guard spares anyway.
+try:
+    _declare(_kernel32, "IsProcessCritical", BOOL, HANDLE, ctypes.POINTER(BOOL))
+    _HAS_IS_PROCESS_CRITICAL = True
+except AttributeError:
+    _HAS_IS_PROCESS_CRITICAL = False
+
+
+def _fail(error: int | None = None) -> OSError:
+    return ctypes.WinError(ctypes.get_last_error() if error is None else error)
+
+
+def _close(handle: int) -> None:
+    if not _kernel32.CloseHandle(handle):
+        raise _fail()
+
+
+# -- processes -----------------------------------------------------------------------
+
+
+def open_process(pid: int, access: int) -> tuple[int | None, int]:
+    """(handle, 0), or (None, the Win32 error): ERROR_INVALID_PARAMETER means no such
+    process, ERROR_ACCESS_DENIED that it is not ours to open."""
+    handle: int | None = _kernel32.OpenProcess(access, False, pid)
+    if handle is None:
+        return None, ctypes.get_last_error()
+    return handle, 0
+
+
+def _creation_time_100ns(handle: int) -> int | None:
+    created, exited, kernel, user = FILETIME(), FILETIME(), FILETIME(), FILETIME()
+    ok = _kernel32.GetProcessTimes(
+        handle,
+        ctypes.byref(created),
+        ctypes.byref(exited),
+        ctypes.byref(kernel),
+        ctypes.byref(user),
+    )
+    if not ok:
+        return None
+    return (int(created.dwHighDateTime) << 32) | int(created.dwLowDateTime)
+
+
+def _is_critical(handle: int) -> bool | None:
+    if not _HAS_IS_PROCESS_CRITICAL:
+        return False
+    critical = BOOL(0)
+    if not _kernel32.IsProcessCritical(handle, ctypes.byref(critical)):
+        return None
+    return bool(critical.value)
+
+
+def _session_id(pid: int) -> int | None:
+    session = DWORD(0)
+    if not _kernel32.ProcessIdToSessionId(pid, ctypes.byref(session)):
+        return None
+    return int(session.value)
+
+
+def _user_sid(handle: int) -> str | None:
+    try:
+        token = win32security.OpenProcessToken(handle, CONSTANTS["TOKEN_QUERY"])
+        try:
+            # pywin32 returns (PySID, attributes), untyped.
+            user = win32security.GetTokenInformation(token, win32security.TokenUser)
+            return win32security.ConvertSidToStringSid(user[0])
+        finally:
+            win32api.CloseHandle(token)
+    except pywintypes.error:
+        return None
+
+
+def _environment_value(environ: Mapping[str, str], name: str) -> str | None:
+    # Windows variable names are case-insensitive; a program may re-case them.
+    wanted = name.upper()
+    return next((value for key, value in environ.items() if key.upper() == wanted), None)
+
+
+def _psutil_facts(pid: int) -> tuple[str, tuple[int, ...], str | None] | None:
+    """(image name, ancestor pids, launch tag); None when the process is gone."""
+    try:
+        proc = psutil.Process(pid)
+        name = proc.name()
+    except psutil.NoSuchProcess:
+        return None
+    except psutil.AccessDenied:
+        return "", (), None
+    try:
+        # psutil cuts the chain at a parent younger than its child (a reused pid).
+        ancestors = tuple(parent.pid for parent in proc.parents())
+    except psutil.Error:
+        ancestors = ()
+    try:
+        tag = _environment_value(proc.environ(), LAUNCH_TAG_ENV)
+    except psutil.Error:
+        tag = None
+    return name, ancestors, tag
+
+
+def process_info(pid: int) -> ProcessInfo | None:
+    """The guard's facts of `pid`; None when no process has it. Facts that cannot be
+    read are None, and the guard then spares the process."""
+    facts = _psutil_facts(pid)
+    if facts is None:
+        return None
+    name, ancestors, tag = facts
+    handle, error = open_process(pid, _QUERY)
+    if handle is None and error == _ERROR_INVALID_PARAMETER:
+        return None
+    created = critical = sid = None
+    if handle is not None:
+        try:
+            created = _creation_time_100ns(handle)
+            critical = _is_critical(handle)
+            sid = _user_sid(handle)
+        finally:
+            _close(handle)
+    return ProcessInfo(
+        pid=pid,
+        name=name,
+        session_id=_session_id(pid),
+        user_sid=sid,
+        is_critical=critical,
+        ancestor_pids=ancestors,
+        launch_tag=tag,
+        create_time_100ns=created,
+    )
+
+
+def terminate_pid(info: ProcessInfo) -> bool:
+    """TerminateProcess, only if the pid still names the process `info` describes: the
+    open handle pins the process, and its creation time must match."""
+    if info.create_time_100ns is None:
+        return False
+    handle, _error = open_process(info.pid, CONSTANTS["PROCESS_TERMINATE"] | _QUERY)
+    if handle is None:
+        return False
+    try:
+        if _creation_time_100ns(handle) != info.create_time_100ns:
+            return False
+        return bool(_kernel32.TerminateProcess(handle, 1))
+    finally:
+        _close(handle)
+
+
+def wait_processes_exit(pids: frozenset[int], timeout_s: float) -> frozenset[int]:
+    """Waits on each process's handle against one deadline; returns those still
+    running (a process that cannot be opened for waiting counts as running)."""
+    deadline = time.monotonic() + timeout_s
+    running: set[int] = set()
+    for pid in sorted(pids):
+        handle, error = open_process(pid, CONSTANTS["SYNCHRONIZE"])
+        if handle is None:
+            if error != _ERROR_INVALID_PARAMETER:
+                running.add(pid)
+            continue
+        try:
+            remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            if _kernel32.WaitForSingleObject(handle, remaining_ms) != _WAIT_OBJECT_0:
+                running.add(pid)
+        finally:
+            _close(handle)
+    return frozenset(running)
+
+
+# -- top-level windows -----------------------------------------------------------------
+
+
+def top_level_windows() -> list[int]:
+    """Every top-level window (EnumWindows order: top of the z-order first)."""
+    found: list[int] = []
+
+    def collect(hwnd: int | None, _lparam: int) -> bool:
+        if hwnd is not None:
+            found.append(hwnd)
+        return True
+
+    callback = _WNDENUMPROC(collect)
+    if not _user32.EnumWindows(callback, 0):
+        raise _fail()
+    return found
+
+
+def window_pid(hwnd: int) -> int | None:
+    """The process that created the window; None when the window is gone."""
+    pid = DWORD(0)
+    if _user32.GetWindowThreadProcessId(hwnd, ctypes.byref(pid)) == 0:
+        return None
+    return int(pid.value)
+
+
+def post_close(hwnd: int) -> bool:
+    """WM_CLOSE, posted (never sent: a hung app must not hang the agent)."""
+    return bool(_user32.PostMessageW(hwnd, CONSTANTS["WM_CLOSE"], 0, 0))
+
+
+# -- the port --------------------------------------------------------------------------
+
+
+class Win32JobPort:
+    """`JobPort` on Windows."""
+
+    def resolve_executable(self, path: str) -> str:
+        return find_executable(
+            path,
+            search_path=os.environ.get("PATH"),
+            pathext=os.environ.get("PATHEXT"),
+            is_file=os.path.isfile,
+        )
+
+    def create_process_suspended(
+        self, executable: str, command_line: str, env: Mapping[str, str], cwd: str | None
+    ) -> SuspendedProcess:
+        # CreateProcessW may write into lpCommandLine: it gets a buffer of its own.
+        command = (command_line + "\0").encode("utf-16-le")
+        command_buffer = ctypes.create_string_buffer(command, len(command))
+        block = environment_block(env).encode("utf-16-le")
+        block_buffer = ctypes.create_string_buffer(block, len(block))
+        startup = STARTUPINFOW()
+        startup.cb = ctypes.sizeof(STARTUPINFOW)
+        created = PROCESS_INFORMATION()
+        ok = _kernel32.CreateProcessW(
+            executable,
+            command_buffer,
+            None,
+            None,
+            False,  # no handle of the agent's is inherited, its job handles least of all
+            CREATION_FLAGS,
+            block_buffer,
+            cwd,
+            ctypes.byref(startup),
+            ctypes.byref(created),
+        )
+        if not ok:
+            raise _fail()
+        return SuspendedProcess(
+            pid=int(created.dwProcessId),
+            process_handle=int(created.hProcess),
+            thread_handle=int(created.hThread),
+        )
+
+    def create_kill_on_close_job(self) -> int:
+        # No security attributes: the handle is not inheritable.
+        job: int | None = _kernel32.CreateJobObjectW(None, None)
+        if job is None:
+            raise _fail()
+        try:
+            self._set_limits(job, kill_on_close=True)
+        except OSError:
+            _close(job)
+            raise
+        return job
+
+    def _set_limits(self, job: int, *, kill_on_close: bool) -> None:
+        limits = job_limits(kill_on_close=kill_on_close)
+        info_class = CONSTANTS["JobObjectExtendedLimitInformation"]
+        size = ctypes.sizeof(limits)
+        if not _kernel32.SetInformationJobObject(job, info_class, ctypes.byref(limits), size):
+            raise _fail()
+
+    def assign(self, job: int, process: int) -> None:
+        if not _kernel32.AssignProcessToJobObject(job, process):
+            raise _fail()
+
+    def resume(self, thread: int) -> None:
+        if _kernel32.ResumeThread(thread) == _RESUME_FAILED:
+            raise _fail()
+
+    def terminate_handle(self, process: int) -> None:
+        if not _kernel32.TerminateProcess(process, 1):
+            raise _fail()
+
+    def close_handle(self, handle: int) -> None:
+        _close(handle)
+
+    def job_pids(self, job: int) -> frozenset[int]:
+        capacity = 32
+        pids: tuple[int, ...] = ()
+        for _round in range(_MAX_LIST_ROUNDS):
+            size = process_id_list_size(capacity)
+            buffer = ctypes.create_string_buffer(size)
+            info_class = CONSTANTS["JobObjectBasicProcessIdList"]
+            ok = _kernel32.QueryInformationJobObject(job, info_class, buffer, size, None)
+            if not ok and ctypes.get_last_error() != _ERROR_MORE_DATA:
+                raise _fail()
+            assigned, pids = parse_process_id_list(buffer.raw)
+            if ok or len(pids) >= assigned:
+                break
+            capacity = assigned + 16  # it may grow again before the next query
+        return frozenset(pids)
+
+    def disarm_job(self, job: int) -> None:
+        self._set_limits(job, kill_on_close=False)
+
+    def terminate_job(self, job: int) -> None:
+        if not _kernel32.TerminateJobObject(job, 1):
+            raise _fail()
+
+    def post_close_to_windows_of(self, pids: frozenset[int]) -> int:
+        return sum(
+            1 for hwnd in top_level_windows() if window_pid(hwnd) in pids and post_close(hwnd)
+        )
+
+    def terminate_pid(self, info: ProcessInfo) -> bool:
+        try:
+            return terminate_pid(info)
+        except OSError:
+            return False
+
+    def wait_exit(self, pids: frozenset[int], timeout_s: float) -> frozenset[int]:
+        return wait_processes_exit(pids, timeout_s)
+
+    def process_info(self, pid: int) -> ProcessInfo | None:
+        return process_info(pid)
+
+    def agent_process(self) -> ProcessInfo:
+        info = process_info(os.getpid())
+        if info is None:
+            raise OSError("the agent's own process cannot be read")
+        return info
+
+    def tagged_pids(self, tag: str, launch_ids: frozenset[str] | None) -> frozenset[int]:
+        matches: set[int] = set()
+        # Other users' environments are unreadable (None): they cannot carry our tag anyway.
+        for proc in psutil.process_iter(["environ"], ad_value=None):
+            environ: dict[str, str] | None = proc.info["environ"]
+            if environ is None or _environment_value(environ, LAUNCH_TAG_ENV) != tag:
+                continue
+            if launch_ids is None or _environment_value(environ, LAUNCH_ID_ENV) in launch_ids:
+                matches.add(proc.pid)
+        return frozenset(matches)
+
+
+def open_job_tracker(*, cwd: str | None = None) -> JobAppTracker:
+    """The Windows app tracker; apps inherit the agent's environment at launch time."""
+    return JobAppTracker(Win32JobPort(), cwd=cwd)
