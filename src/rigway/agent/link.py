@@ -223,6 +223,11 @@ class AgentLink:
     def is_connected(self) -> bool:
         return self._connected.is_set()
 
+    @property
+    def active_session_id(self) -> str | None:
+        """The session this rig serves now, if any (what the owner's tray shows)."""
+        return self._dispatcher.active_session_id
+
     async def wait_connected(self) -> None:
         """Until the next (or current) welcome; wrap in asyncio.timeout."""
         await self._connected.wait()

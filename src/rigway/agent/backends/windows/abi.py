@@ -45,6 +45,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "jobs",
     "sendinput",
     "keymap",
+    "tray",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
