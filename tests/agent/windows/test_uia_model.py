@@ -240,3 +240,87 @@ def test_fallback_root_skips_the_empty_window_and_offscreen_ones() -> None:
 
 def test_fallback_root_is_none_without_candidates() -> None:
     assert uia.pick_fallback_root([], empty_hwnd=77) is None
+
+
+# --- Cached values as comtypes hands them back ------------------------------------------
+NOT_SUPPORTED = object()  # UI Automation's ReservedNotSupportedValue, an IUnknown
+
+
+def test_cached_values_become_a_record() -> None:
+    cached: dict[int, object] = {
+        uia.UIA_RuntimeIdPropertyId: (42, 1234, 7),
+        uia.UIA_BoundingRectanglePropertyId: (10.0, 20.4, 99.6, 30.0),
+        uia.UIA_ControlTypePropertyId: 50004,
+        uia.UIA_NamePropertyId: "Username",
+        uia.UIA_HasKeyboardFocusPropertyId: True,
+        uia.UIA_IsPasswordPropertyId: False,
+        uia.UIA_ProcessIdPropertyId: 4242,
+        uia.UIA_NativeWindowHandlePropertyId: 0x1F0A2,
+    }
+    rec = uia.record_from_cached(cached)
+    assert rec.runtime_id == (42, 1234, 7)
+    assert rec.rect == (10, 20, 100, 30)
+    assert (rec.control_type, rec.name, rec.focused, rec.pid) == (50004, "Username", True, 4242)
+    assert rec.native_window_handle == 0x1F0A2
+
+
+def test_unsupported_properties_take_the_defaults() -> None:
+    rec = uia.record_from_cached(dict.fromkeys(uia.RECORD_PROPERTY_IDS, NOT_SUPPORTED))
+    assert rec == UiaRecord(runtime_id=(), rect=(0, 0, 0, 0), control_type=0)
+
+
+def test_missing_toggle_state_is_none_and_a_present_one_is_kept() -> None:
+    assert uia.record_from_cached({}).toggle_state is None
+    cached: dict[int, object] = {uia.UIA_ToggleToggleStatePropertyId: uia.ToggleState_On}
+    assert uia.record_from_cached(cached).toggle_state == uia.ToggleState_On
+
+
+@pytest.mark.parametrize("value", [None, (), [1, "2"], (1, True), "1.2.3", NOT_SUPPORTED])
+def test_runtime_id_that_is_not_a_sequence_of_ints_is_empty(value: object) -> None:
+    assert uia.runtime_id_of(value) == ()
+
+
+def test_runtime_id_list_becomes_a_tuple() -> None:
+    assert uia.runtime_id_of([42, -1, 3]) == (42, -1, 3)
+
+
+@pytest.mark.parametrize("value", [(1.0, 2.0, 3.0), (1, 2, 3, "4"), None, NOT_SUPPORTED])
+def test_malformed_rectangle_has_no_area(value: object) -> None:
+    assert uia.record_from_cached({uia.UIA_BoundingRectanglePropertyId: value}).rect == (0, 0, 0, 0)
+
+
+# --- The generated type library against the declarations --------------------------------
+class _Generated:
+    def __init__(self, **ids: str) -> None:
+        for name, value in ids.items():
+            setattr(self, name, value)
+
+
+def _typelib(**overrides: object) -> dict[str, object]:
+    namespace: dict[str, object] = {**uia.ABI.constants}
+    for name, guid in uia.GUIDS.items():
+        kind, _, type_name = name.partition("_")
+        attribute = "_reg_clsid_" if kind == "CLSID" else "_iid_"
+        namespace[type_name] = _Generated(**{attribute: guid.lower()})
+    return {**namespace, **overrides}
+
+
+def test_type_library_that_agrees_has_no_differences() -> None:
+    assert uia.typelib_differences(_typelib()) == []
+
+
+def test_type_library_without_newer_names_has_no_differences() -> None:
+    namespace = _typelib()
+    del namespace["CUIAutomation8"], namespace["IUIAutomation2"], namespace["UIA_E_TIMEOUT"]
+    assert uia.typelib_differences(namespace) == []
+
+
+def test_different_constant_is_reported() -> None:
+    (difference,) = uia.typelib_differences(_typelib(UIA_IsPasswordPropertyId=30018))
+    assert difference.startswith("UIA_IsPasswordPropertyId is 30018")
+
+
+def test_different_interface_id_is_reported() -> None:
+    wrong = _Generated(_iid_="{00000000-0000-0000-0000-000000000001}")
+    (difference,) = uia.typelib_differences(_typelib(IUIAutomationElement=wrong))
+    assert difference.startswith("IID_IUIAutomationElement is")

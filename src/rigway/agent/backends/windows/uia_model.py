@@ -19,6 +19,7 @@ library that comtypes generates from UIAutomationCore.dll before any call.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rigway.agent.backends.base import AccessibleElement
@@ -45,8 +46,11 @@ __all__ = [
     "element_key",
     "hresult",
     "pick_fallback_root",
+    "record_from_cached",
     "role_name",
+    "runtime_id_of",
     "to_element",
+    "typelib_differences",
 ]
 
 
@@ -370,3 +374,88 @@ def _value_of(record: UiaRecord, value: str | None) -> str | None:
     if record.toggle_state == ToggleState_Indeterminate:
         return "mixed"
     return "unchecked"
+
+
+# --- Reading what the binding got back ---------------------------------------------------
+def record_from_cached(cached: Mapping[int, object]) -> UiaRecord:
+    """A record from cached property values (property id → the VARIANT as comtypes
+    converts it). A property missing, or one the provider does not support (UIA hands
+    back a sentinel object then), takes the record's default."""
+    return UiaRecord(
+        runtime_id=runtime_id_of(cached.get(UIA_RuntimeIdPropertyId)),
+        rect=_rect_of(cached.get(UIA_BoundingRectanglePropertyId)),
+        control_type=_int_of(cached.get(UIA_ControlTypePropertyId)),
+        name=_str_of(cached.get(UIA_NamePropertyId)),
+        focused=_bool_of(cached.get(UIA_HasKeyboardFocusPropertyId), default=False),
+        keyboard_focusable=_bool_of(cached.get(UIA_IsKeyboardFocusablePropertyId), default=False),
+        enabled=_bool_of(cached.get(UIA_IsEnabledPropertyId), default=True),
+        is_control=_bool_of(cached.get(UIA_IsControlElementPropertyId), default=True),
+        is_password=_bool_of(cached.get(UIA_IsPasswordPropertyId), default=False),
+        offscreen=_bool_of(cached.get(UIA_IsOffscreenPropertyId), default=False),
+        pid=_int_of(cached.get(UIA_ProcessIdPropertyId)),
+        automation_id=_str_of(cached.get(UIA_AutomationIdPropertyId)),
+        class_name=_str_of(cached.get(UIA_ClassNamePropertyId)),
+        value_available=_bool_of(cached.get(UIA_IsValuePatternAvailablePropertyId), default=False),
+        toggle_state=_optional_int_of(cached.get(UIA_ToggleToggleStatePropertyId)),
+        native_window_handle=_int_of(cached.get(UIA_NativeWindowHandlePropertyId)),
+        framework_id=_str_of(cached.get(UIA_FrameworkIdPropertyId)),
+    )
+
+
+def runtime_id_of(value: object) -> tuple[int, ...]:
+    """A RuntimeId (a SAFEARRAY of ints, a tuple once converted); () for anything else."""
+    if not isinstance(value, tuple | list):
+        return ()
+    parts = tuple(value)
+    if not all(isinstance(part, int) and not isinstance(part, bool) for part in parts):
+        return ()
+    return parts
+
+
+def typelib_differences(namespace: Mapping[str, object]) -> list[str]:
+    """Where the module comtypes generated from the type library (`namespace`: its
+    names) disagrees with what this module declares: constant values, and the
+    `_reg_clsid_`/`_iid_` of the classes and interfaces of `GUIDS`. Names the type
+    library lacks (error codes; interfaces newer than the running Windows) are not
+    compared: the calls that need them fail on their own."""
+    differences: list[str] = []
+    for name, value in ABI.constants.items():
+        generated = namespace.get(name)
+        if isinstance(generated, int) and generated != value:
+            differences.append(f"{name} is {generated}, declared {value}")
+    for name, guid in GUIDS.items():
+        kind, _, type_name = name.partition("_")
+        generated_type = namespace.get(type_name)
+        if generated_type is None:
+            continue
+        generated_id = getattr(generated_type, "_reg_clsid_" if kind == "CLSID" else "_iid_", None)
+        if str(generated_id).upper() != guid:
+            differences.append(f"{name} is {generated_id}, declared {guid}")
+    return differences
+
+
+def _bool_of(value: object, *, default: bool) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _optional_int_of(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _int_of(value: object) -> int:
+    number = _optional_int_of(value)
+    return 0 if number is None else number
+
+
+def _str_of(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _rect_of(value: object) -> tuple[int, int, int, int]:
+    """BoundingRectangle's VARIANT: four doubles, left, top, width, height."""
+    if not isinstance(value, tuple | list) or len(value) != 4:
+        return (0, 0, 0, 0)
+    if not all(isinstance(part, int | float) and not isinstance(part, bool) for part in value):
+        return (0, 0, 0, 0)
+    left, top, width, height = (round(part) for part in value)
+    return (left, top, width, height)
