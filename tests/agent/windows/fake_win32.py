@@ -23,6 +23,7 @@ from rigway.agent.backends.windows.jobs import (
     find_executable,
 )
 from rigway.agent.backends.windows.protect import ProcessInfo
+from rigway.agent.backends.windows.toplevel import TopLevelWindow
 
 __all__ = [
     "AGENT_PID",
@@ -34,6 +35,7 @@ __all__ = [
     "FakeProcess",
     "FakeWin32",
     "FakeWindow",
+    "FakeWindowPort",
 ]
 
 SESSION_ID = 1
@@ -336,3 +338,49 @@ class FakeJobPort:
             for p in self.machine.processes.values()
             if p.alive and p.launch_tag == tag and (launch_ids is None or p.launch_id in launch_ids)
         )
+
+
+class FakeWindowPort:
+    """`WindowPort` over a `FakeWin32`: its windows, and its processes for the guard."""
+
+    def __init__(self, machine: FakeWin32 | None = None) -> None:
+        self.machine = FakeWin32() if machine is None else machine
+        self.calls: list[tuple[object, ...]] = []
+        self.waits: list[float] = []
+
+    def open_window(self, hwnd: int, pid: int, **attrs: object) -> FakeWindow:
+        """A top-level window of `pid` (see `FakeWin32.open_window`)."""
+        return self.machine.open_window(hwnd, pid, **attrs)
+
+    # -- WindowPort --------------------------------------------------------------------
+    def top_level_windows(self) -> list[TopLevelWindow]:
+        return [
+            TopLevelWindow(
+                hwnd=w.hwnd,
+                pid=w.pid,
+                is_visible=w.visible,
+                owner_hwnd=w.owner_hwnd,
+                ex_style=w.ex_style,
+                is_cloaked=w.cloaked,
+                class_name=w.class_name,
+            )
+            for w in self.machine.windows.values()
+        ]
+
+    def post_close(self, hwnd: int) -> None:
+        self.calls.append(("post_close", hwnd))
+        self.machine.post_close(hwnd)
+
+    def is_window(self, hwnd: int) -> bool:
+        return hwnd in self.machine.windows
+
+    def wait_windows_closed(self, hwnds: frozenset[int], timeout_s: float) -> frozenset[int]:
+        self.waits.append(timeout_s)
+        return frozenset(h for h in hwnds if h in self.machine.windows)
+
+    def process_info(self, pid: int) -> ProcessInfo | None:
+        return self.machine.process_info(pid)
+
+    def terminate_pid(self, info: ProcessInfo) -> bool:
+        self.calls.append(("terminate_pid", info.pid))
+        return self.machine.terminate_pid(info)

@@ -46,6 +46,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "sendinput",
     "keymap",
     "tray",
+    "toplevel",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
