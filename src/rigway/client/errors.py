@@ -16,7 +16,7 @@ RigwayError                         base of everything this SDK raises
 │   ├── AuthenticationError         401 invalid_api_key / invalid_console_token   STOP
 │   ├── PermissionDeniedError       403 api_access_disabled / insufficient_scope   STOP
 │   ├── NotFoundError               404 rig_not_found, session_not_found, …
-│   ├── ConflictError               409 rig_offline, rig_busy, webhook_limit, …
+│   ├── ConflictError               409 rig_offline, rig_busy, desktop_unavailable, …
 │   ├── SessionEndedError           410 session_ended                              STOP
 │   ├── RateLimitError              429 rate_limited / concurrency_limit (.retry_after)
 │   ├── HostError                   502 host_error
@@ -131,7 +131,8 @@ class NotFoundError(APIStatusError):
 
 
 class ConflictError(APIStatusError):
-    """409: the rig is offline or busy, the webhook limit is reached, or wake is unavailable."""
+    """409: the rig is offline or busy, the webhook limit is reached, wake is unavailable,
+    or the desktop cannot take input now (`desktop_unavailable`: locked, …)."""
 
 
 class SessionEndedError(APIStatusError):

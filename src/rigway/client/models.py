@@ -69,6 +69,10 @@ class Rig(_Model):
 
     `native_width`/`native_height`, `agent_version`, `last_seen_at` and
     `active_session_id` are gateway additions (API-DECISIONS); None when unknown.
+    `desktop_state` (None while offline) is whether the desktop can be driven now:
+    `normal`, `locked`, `secure_desktop` (a UAC or sign-in prompt), `screensaver`,
+    `no_display` or `unknown`; input is refused (409 `desktop_unavailable`) unless
+    `normal`.
     """
 
     id: str
@@ -82,6 +86,7 @@ class Rig(_Model):
     agent_version: str | None = None
     last_seen_at: datetime | None = None
     active_session_id: str | None = None
+    desktop_state: str | None = None
 
 
 class WakeResult(_Model):
@@ -122,7 +127,9 @@ class Session(_Model):
     `status` is `active`, `ended` or `failed`. `ended_reason` (None while active) is one
     of `client`, `owner_kill`, `idle_timeout`, `max_age`, `timeout`, `host_gone`,
     `unpaired`. `billed_minutes` counts whole wall-clock minutes, rounded up.
-    `capture_mode` is `dxgi`, `x11-damage`, `gdi`, `sim`, …
+    `capture_mode` is `dxgi`, `x11-damage`, `gdi`, `sim`, … `desktop_state` is the rig's
+    (see `Rig.desktop_state`) while the session is active and its host connected, else
+    None.
     """
 
     session_id: str
@@ -140,6 +147,7 @@ class Session(_Model):
     last_activity_at: datetime | None = None
     native_width: int | None = None
     native_height: int | None = None
+    desktop_state: str | None = None
 
     @property
     def id(self) -> str:
@@ -430,6 +438,8 @@ class ObserveResult(_Model):
     `width`x`height` is the image's size (also without an image, the size it would have);
     targets are in native pixels. `jpeg_base64` is None when observed with `image=False`.
     `truncated` is true when the host's walk stopped at its budget: `targets` is partial.
+    `desktop_state` is sampled on the host with the observation (see
+    `Rig.desktop_state`); None from a gateway that does not report it.
     """
 
     width: int
@@ -445,6 +455,7 @@ class ObserveResult(_Model):
     text: ObserveText | None = None
     marked: bool = False
     timing: ObserveTiming | None = None
+    desktop_state: str | None = None
 
     # The native region the caller asked for; the response does not echo it, so the SDK
     # records it to map image pixels back to native ones.

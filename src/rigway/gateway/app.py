@@ -83,6 +83,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         is_online=registry.is_online,
         active_session_for=lambda rig_id: getattr(sessions.live.for_rig(rig_id), "id", None),
         pairing_code_ttl_s=settings.pairing_code_ttl_s,
+        desktop_state_of=registry.desktop_state,
     )
     api_keys = ApiKeyAuthenticator(db, clock)
     rate_limits = RateLimits(

@@ -10,6 +10,7 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
     ├── InsufficientScope         403 insufficient_scope
     ├── NotFound                  404 <thing>_not_found
     ├── Conflict                  409 rig_offline / rig_busy / webhook_limit / wake_unavailable
+    │                                 / desktop_unavailable: <state> (input refused, nothing ran)
     ├── SessionEnded              410 session_ended
     ├── RateLimited               429 rate_limited / concurrency_limit (+ headers)
     ├── HostError                 502 host_error
@@ -115,6 +116,11 @@ def rig_not_found() -> NotFound:
 
 def session_not_found() -> NotFound:
     return NotFound(code="session_not_found")
+
+
+def desktop_unavailable(state: str) -> Conflict:
+    """Input refused while the desktop is not "normal"; the detail is its state."""
+    return Conflict(state, code="desktop_unavailable")
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:

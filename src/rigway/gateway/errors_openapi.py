@@ -17,7 +17,10 @@ _DESCRIPTIONS = {
     401: "invalid_api_key / invalid_console_token",
     403: "api_access_disabled / insufficient_scope",
     404: "not found (or another account's)",
-    409: "conflict: rig_offline / rig_busy / webhook_limit / wake_unavailable",
+    409: (
+        "conflict: rig_offline / rig_busy / webhook_limit / wake_unavailable / "
+        "desktop_unavailable: <state> (input while the desktop is locked, …)"
+    ),
     410: "session_ended",
     413: "request body too large",
     429: "rate_limited / concurrency_limit",

@@ -44,6 +44,8 @@ def _decimal_digits(value: object) -> object:
 DIGITS_ONLY = BeforeValidator(_decimal_digits)
 
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
+# 409 desktop_unavailable: the desktop is locked (or on a secure desktop, …).
+_INPUT_ERRORS = error_responses(401, 403, 404, 409, 410, 429, 502, 504)
 # Server-Timing parameter of the host-jpeg entry when the host served its last JPEG.
 _CACHED = ';desc="cached"'
 
@@ -148,12 +150,13 @@ async def targets(request: Request, session_id: str, caller: ApiCaller) -> Targe
 
 
 @router.post(
-    "/v1/sessions/{session_id}/input", response_model=InputBatchOut, responses=_SCREEN_ERRORS
+    "/v1/sessions/{session_id}/input", response_model=InputBatchOut, responses=_INPUT_ERRORS
 )
 async def send_input(
     request: Request, session_id: str, body: InputBatchIn, caller: ApiCaller
 ) -> InputBatchOut:
-    """Runs 1 to 100 events in order; answers after the last one ran."""
+    """Runs 1 to 100 events in order; answers after the last one ran. While the desktop
+    is not "normal" (`desktop_state`) nothing runs: 409 `desktop_unavailable: <state>`."""
     live = await _live(request, session_id, caller, "input")
     services = services_of(request)
     services.desktop.check_points(live, body)  # a refused batch costs no quota

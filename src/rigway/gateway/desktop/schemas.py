@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rigway.protocol.keys import UnknownKeyError, canonical_key, parse_chord
+from rigway.protocol.ops import DesktopState
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
 Coordinate = Annotated[int, Field(ge=0, le=65535)]
@@ -214,3 +215,5 @@ class ObserveOut(BaseModel):
     text: ObserveTextOut
     marked: bool
     timing: ObserveTimingOut
+    # Sampled on the host with the dirty take: input is refused unless "normal".
+    desktop_state: DesktopState

@@ -1,4 +1,9 @@
-"""Desktop operations of an active session, forwarded to its host over the link."""
+"""Desktop operations of an active session, forwarded to its host over the link.
+
+The host refuses input while its desktop is not "normal" (`desktop_unavailable`, 409
+here); what a reply shows of the desktop's state (that refusal, a dirty take's sample)
+also updates the connection's latest state, which the Session and Rig views show.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from rigway.gateway.errors import (
     InvalidRequest,
     NotFound,
     SessionEnded,
+    desktop_unavailable,
 )
 from rigway.gateway.hostlink.connection import (
     HostConnection,
@@ -87,10 +93,17 @@ def _host_error(exc: Exception, what: str) -> ApiError:
             return NotFound(exc.detail, code="app_not_found")
         if exc.code == ops.ERROR_SESSION_MISMATCH:
             return SessionEnded("the host no longer runs this session")
+        if exc.code == ops.ERROR_DESKTOP_UNAVAILABLE:
+            return desktop_unavailable(_refused_state(exc))
         if exc.code == ops.ERROR_HOST:
             return HostError(exc.detail or "the host failed the operation")
         return HostError(f"{exc.code}: {exc.detail}" if exc.detail else exc.code)
     return HostError(f"the host is not connected ({exc})")
+
+
+def _refused_state(exc: HostOpError) -> ops.DesktopState:
+    """The state a `desktop_unavailable` names; the host's detail is untrusted text."""
+    return next((state for state in ops.DESKTOP_STATES if state == exc.detail), "unknown")
 
 
 _ReplyT = TypeVar("_ReplyT", bound=BaseModel)
@@ -141,6 +154,9 @@ class DesktopService:
             if exc.code == ops.ERROR_SESSION_MISMATCH:
                 # The host no longer runs it: make the record agree with the 410.
                 await self._sessions.end(live.id, "host_gone", wait_for_host=False)
+            if exc.code == ops.ERROR_DESKTOP_UNAVAILABLE:
+                # Fresher than the last note, which may be up to a sampling interval old.
+                connection.desktop_state = _refused_state(exc)
             raise _host_error(exc, what) from exc
         except (HostTimeoutError, HostUnavailableError) as exc:
             raise _host_error(exc, what) from exc
@@ -200,12 +216,27 @@ class DesktopService:
             shot = Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
         return shot
 
-    async def dirty(self, live: LiveSession, timeout_s: float | None = None) -> DirtyOut:
+    async def dirty(self, live: LiveSession) -> DirtyOut:
         """On its own a dirty read gets the deadline of "other" operations (10 s by
-        default, API-DECISIONS); observe passes its screenshot deadline for the leg."""
-        timeout_s = self._settings.host_timeout_s if timeout_s is None else timeout_s
+        default, API-DECISIONS); observe's leg gets its screenshot deadline."""
+        taken = await self._take_dirty(live, self._settings.host_timeout_s)
+        return DirtyOut.model_validate(taken.model_dump(exclude={"desktop_state"}))
+
+    async def _take_dirty(self, live: LiveSession, timeout_s: float) -> ops.DirtyRects:
         reply = await self._call(live, ops.SCREEN_DIRTY, {}, timeout_s, "dirty read")
-        return DirtyOut.model_validate(_parse_reply(ops.DirtyRects, reply.body).model_dump())
+        taken = _parse_reply(ops.DirtyRects, reply.body)
+        connection = self._registry.get(live.rig_id)
+        if taken.desktop_state is not None and connection is not None:
+            connection.desktop_state = taken.desktop_state
+        return taken
+
+    def _desktop_state(self, live: LiveSession, taken: ops.DirtyRects) -> ops.DesktopState:
+        """The state a dirty take sampled; from a host too old to sample it, the last one
+        it noted ("unknown" once it is gone)."""
+        if taken.desktop_state is not None:
+            return taken.desktop_state
+        noted = self._registry.desktop_state(live.rig_id)
+        return "unknown" if noted is None else noted
 
     async def target_snapshot(
         self, live: LiveSession, timeout_s: float | None = None
@@ -292,7 +323,7 @@ class DesktopService:
             _timed(self.screenshot(live, params, mark=mark)) if image else _none(),
             # Observe as a whole answers within the screenshot deadline, so its other
             # legs get that one too, not the longer one they get on their own.
-            _timed(self.dirty(live, self._settings.screen_timeout_s)),
+            _timed(self._take_dirty(live, self._settings.screen_timeout_s)),
             _timed(self.target_snapshot(live, self._settings.screen_timeout_s)),
             return_exceptions=True,
         )
@@ -317,9 +348,10 @@ class DesktopService:
             targets_s,
             image,
             started,
+            self._desktop_state(live, dirty),
         )
 
-    async def _return_dirty(self, live: LiveSession, dirty: DirtyOut) -> None:
+    async def _return_dirty(self, live: LiveSession, dirty: ops.DirtyRects) -> None:
         """Observe failed after its dirty leg took rectangles: hand them back to the
         host, so the caller's next take still reports them. Best effort."""
         connection = self._registry.get(live.rig_id)
@@ -359,7 +391,13 @@ def _text_lines(targets: list[TargetOut]) -> list[str]:
     return lines
 
 
-def _summary(snapshot: ops.TargetSnapshot | None, targets: list[TargetOut]) -> str:
+def _summary(
+    snapshot: ops.TargetSnapshot | None, targets: list[TargetOut], state: ops.DesktopState
+) -> str:
+    if state != "normal":
+        # Said first: a model reading only the text must not try to type into a lock.
+        refused = f"desktop {state}: input is refused until it is normal; "
+        return refused + _summary(snapshot, targets, "normal")
     if snapshot is None:
         return "targets unavailable: the host did not answer"
     focused = next((t for t in targets if t.focused), None)
@@ -371,12 +409,13 @@ def _summary(snapshot: ops.TargetSnapshot | None, targets: list[TargetOut]) -> s
 
 def _observe_result(
     shot_leg: tuple[Screenshot, float] | None,
-    dirty: DirtyOut,
+    dirty: ops.DirtyRects,
     dirty_s: float,
     snapshot: ops.TargetSnapshot | None,
     targets_s: float,
     image: bool,
     started: float,
+    desktop_state: ops.DesktopState,
 ) -> ObserveOut:
     targets = [] if snapshot is None else _public_targets(snapshot)
     native_w = dirty.width
@@ -404,7 +443,7 @@ def _observe_result(
             window_title=snapshot.window_title if snapshot is not None else "",
             window_role=snapshot.window_role if snapshot is not None else "",
             targets=_text_lines(targets),
-            summary=_summary(snapshot, targets),
+            summary=_summary(snapshot, targets, desktop_state),
         ),
         marked=marked,
         timing=ObserveTimingOut(
@@ -416,4 +455,5 @@ def _observe_result(
             host_uia_ms=None if snapshot is None else round(snapshot.host_uia_ms),
             image=image,
         ),
+        desktop_state=desktop_state,
     )

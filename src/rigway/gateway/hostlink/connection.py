@@ -3,6 +3,10 @@
 `request()` is safe to call from many tasks at once (observe's three legs run
 concurrently); replies are matched by id. A reply that arrives after its deadline
 finds no waiter and is dropped.
+
+`desktop_state` is the host's latest word on its desktop (the hello's, then each
+`desktop/state` note, or anything fresher a reply showed): in memory only, gone with
+the connection, so an offline rig has none.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION, MessageSink
-from rigway.protocol import Hello, Ping, Pong, Reply, Request, decode_frame, encode_text
+from rigway.protocol import Hello, Note, Ping, Pong, Reply, Request, decode_frame, encode_text, ops
 from rigway.protocol.framing import FramingError
 
 logger = logging.getLogger(__name__)
@@ -66,6 +70,10 @@ class HostConnection:
     ) -> None:
         self.rig_id = rig_id
         self.hello = hello
+        # An agent that does not report its desktop's state leaves it "unknown".
+        self.desktop_state: ops.DesktopState = (
+            "unknown" if hello.desktop_state is None else hello.desktop_state
+        )
         self._websocket = websocket
         self._heartbeat_interval_s = heartbeat_interval_s
         self._monotonic = monotonic
@@ -189,6 +197,8 @@ class HostConnection:
                 self._resolve(Reply.model_validate(header), payload)
             elif kind == "req":
                 self._spawn(self._answer_agent(Request.model_validate(header)))
+            elif kind == "note":
+                self._on_note(Note.model_validate(header))
             elif kind == "ping":
                 # Not awaited: this loop must keep reading even while a send is stuck.
                 pong = Pong(sent_at=Ping.model_validate(header).sent_at)
@@ -214,6 +224,12 @@ class HostConnection:
             error = reply.error
             code, detail = (error.code, error.detail) if error is not None else ("host_error", "")
             waiter.set_exception(HostOpError(code, detail))
+
+    def _on_note(self, note: Note) -> None:
+        if note.op == ops.DESKTOP_STATE:
+            self.desktop_state = ops.DesktopStateNote.model_validate(note.body).state
+        else:
+            logger.debug("ignoring a %r note from %s", note.op, self.rig_id)
 
     async def _answer_agent(self, request: Request) -> None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from rigway.gateway.hostlink.connection import HostConnection
+from rigway.protocol.ops import DesktopState
 
 REPLACED_CLOSE_CODE = 4409
 
@@ -27,6 +28,11 @@ class HostRegistry:
 
     def is_online(self, rig_id: str) -> bool:
         return self.get(rig_id) is not None
+
+    def desktop_state(self, rig_id: str) -> DesktopState | None:
+        """The connected host's latest desktop state; None while the rig is offline."""
+        connection = self.get(rig_id)
+        return None if connection is None else connection.desktop_state
 
     async def wait_online(self, rig_id: str) -> None:
         while self.get(rig_id) is None:

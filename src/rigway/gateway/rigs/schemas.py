@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigway.gateway.validation import StoredText
+from rigway.protocol.ops import DesktopState
 
 
 class RigOut(BaseModel):
@@ -21,6 +22,8 @@ class RigOut(BaseModel):
     agent_version: str | None
     last_seen_at: datetime | None
     active_session_id: str | None
+    # Whether the desktop can be driven now, as its host last said; None while offline.
+    desktop_state: DesktopState | None
 
 
 class RigListOut(BaseModel):

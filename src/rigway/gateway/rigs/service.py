@@ -19,6 +19,7 @@ from rigway.gateway.ids import new_id
 from rigway.gateway.rigs import repository
 from rigway.gateway.rigs.schemas import PairingCodeOut, PairOut, RigOut
 from rigway.protocol import Hello
+from rigway.protocol.ops import DesktopState
 
 # Pairing codes are typed by people: no 0/O or 1/I/L.
 _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -42,11 +43,13 @@ class RigService:
         is_online: Callable[[str], bool],
         active_session_for: Callable[[str], str | None],
         pairing_code_ttl_s: float,
+        desktop_state_of: Callable[[str], DesktopState | None],
     ) -> None:
         self._sessions = sessions
         self._clock = clock
         self._is_online = is_online
         self._active_session_for = active_session_for
+        self._desktop_state_of = desktop_state_of
         self._pairing_code_ttl_s = pairing_code_ttl_s
 
     def view(self, rig: Rig) -> RigOut:
@@ -62,6 +65,7 @@ class RigService:
             agent_version=rig.agent_version,
             last_seen_at=rig.last_seen_at,
             active_session_id=self._active_session_for(rig.id),
+            desktop_state=self._desktop_state_of(rig.id),
         )
 
     async def list(self, account_id: str) -> list[RigOut]:

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
+from rigway.protocol.ops import DesktopState
+
 SessionMode = Literal["desktop", "app"]
 SessionStatus = Literal["active", "ended", "failed"]
 EndReason = Literal[
@@ -61,6 +63,8 @@ class SessionOut(BaseModel):
     capture_mode: str | None
     native_width: int | None
     native_height: int | None
+    # The rig's desktop now, while active and its host is connected; else None.
+    desktop_state: DesktopState | None
 
 
 class SessionListOut(BaseModel):

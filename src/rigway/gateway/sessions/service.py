@@ -95,6 +95,7 @@ class SessionService:
             capture_mode=row.capture_mode,
             native_width=row.native_width,
             native_height=row.native_height,
+            desktop_state=None if live is None else self._registry.desktop_state(row.rig_id),
         )
 
     async def get(self, account_id: str, session_id: str) -> SessionOut:

@@ -1,0 +1,86 @@
+"""The gateway keeps each connected host's latest desktop state: the hello's, then each
+`desktop/state` note; a note it cannot read changes nothing and keeps the link up."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+import pytest
+from starlette.websockets import WebSocket
+
+from rigway.gateway.hostlink.connection import HostConnection
+from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
+from tests.gateway.hostlink.test_connection import HearingHostSocket
+
+
+def _connection(socket: HearingHostSocket, hello_state: ops.DesktopState | None) -> HostConnection:
+    hello = Hello(
+        protocol=PROTOCOL_VERSION,
+        agent_version="test",
+        native_width=8,
+        native_height=8,
+        desktop_state=hello_state,
+    )
+
+    async def no_agent_requests(*_args: object) -> dict[str, Any]:
+        return {}
+
+    return HostConnection(
+        "rig_test",
+        cast(WebSocket, socket),
+        hello,
+        heartbeat_interval_s=30.0,
+        monotonic=time.monotonic,
+        on_agent_request=no_agent_requests,
+    )
+
+
+def _note(op: str, body: dict[str, Any]) -> str:
+    return encode_text({"t": "note", "op": op, "body": body})
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[tuple[HearingHostSocket, HostConnection]]:
+    socket = HearingHostSocket()
+    connection = _connection(socket, "normal")
+    serving = asyncio.create_task(connection.serve())
+    # serve() hands the socket its way in on its first step.
+    await asyncio.sleep(0)
+    yield socket, connection
+    await connection.close()
+    await serving
+
+
+def test_hello_state_is_the_first_state() -> None:
+    assert _connection(HearingHostSocket(), "screensaver").desktop_state == "screensaver"
+
+
+def test_hello_without_a_state_reads_unknown() -> None:
+    assert _connection(HearingHostSocket(), None).desktop_state == "unknown"
+
+
+async def test_a_state_note_replaces_the_state(
+    served: tuple[HearingHostSocket, HostConnection],
+) -> None:
+    socket, connection = served
+    socket.deliver(_note(ops.DESKTOP_STATE, {"state": "locked"}))
+    assert connection.desktop_state == "locked"
+
+
+async def test_a_note_naming_no_known_state_is_dropped(
+    served: tuple[HearingHostSocket, HostConnection],
+) -> None:
+    socket, connection = served
+    socket.deliver(_note(ops.DESKTOP_STATE, {"state": "asleep"}))
+    assert (connection.desktop_state, connection.is_open) == ("normal", True)
+
+
+async def test_a_note_of_an_unknown_op_is_ignored(
+    served: tuple[HearingHostSocket, HostConnection],
+) -> None:
+    socket, connection = served
+    socket.deliver(_note("desktop/weather", {"state": "locked"}))
+    assert (connection.desktop_state, connection.is_open) == ("normal", True)
