@@ -29,6 +29,7 @@ from rigway.agent.apps import AppTracker, ProcessTracker
 from rigway.agent.backends.base import Desktop, WalkBudget
 from rigway.agent.desktop_state import DEFAULT_SAMPLE_INTERVAL_S, DesktopStateReporter
 from rigway.agent.dispatch import Dispatcher
+from rigway.agent.held_input_journal import HeldInputJournal
 from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
@@ -76,6 +77,9 @@ class AgentSettings:
     # How often the desktop state is sampled while connected (changes go to the gateway).
     desktop_state_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
     stream: StreamSettings = field(default_factory=StreamSettings)
+    # File naming the keys and buttons held now, so the next start releases what a
+    # killed agent left down (Windows keeps them down); None: no journal.
+    held_input_journal: Path | None = None
 
     def __post_init__(self) -> None:
         # Fail closed at start-up, with a message, rather than misbehave later.
@@ -163,16 +167,20 @@ async def run_agent(
     # The screen worker encodes too; the rest are helpers.
     encoder = StripEncoder(helpers=encode_thread_count(settings.encode_threads) - 1)
     screen = ScreenService(desktop, screen_worker, encoder)
+    journal = settings.held_input_journal
+    guard = InputGuard(desktop, None if journal is None else HeldInputJournal(journal))
     dispatcher = Dispatcher(
         desktop,
         screen,
         AccessibilityService(desktop, a11y_worker, budget),
-        InputGuard(desktop),
+        guard,
         ProcessTracker() if apps is None else apps,
         input_executor=input_worker,
         streams=open_streams(settings.stream, screen),
     )
     try:
+        # Before any session's input: let go of what a killed predecessor left down.
+        await input_worker.call(guard.release_left_over)
         link = AgentLink(
             connect_url(settings.gateway_url),
             settings.rig_token,

@@ -100,7 +100,12 @@ def run_command(
     except (ValueError, OSError, RuntimeError) as exc:
         typer.echo(f"cannot open the {backend} desktop: {exc}", err=True)
         raise typer.Exit(code=2) from exc
-    settings = AgentSettings(gateway_url=gateway, rig_token=token, backend=backend)
+    settings = AgentSettings(
+        gateway_url=gateway,
+        rig_token=token,
+        backend=backend,
+        held_input_journal=default_held_input_journal(token_file),
+    )
     socket_path = control_socket or default_control_socket(token_file)
     try:
         with contextlib.suppress(KeyboardInterrupt):
@@ -158,6 +163,12 @@ def open_app_tracker(backend: str) -> AppTracker | None:
 
 def default_control_socket(token_file: Path) -> Path:
     return token_file.with_suffix(".sock")
+
+
+def default_held_input_journal(token_file: Path) -> Path:
+    """Beside the token: the keys and buttons the agent holds down now, released by the
+    next start if this agent is killed (`rigway.agent.held_input_journal`)."""
+    return token_file.with_suffix(".held-input.json")
 
 
 async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -> None:
