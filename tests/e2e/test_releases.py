@@ -80,8 +80,11 @@ async def test_tampered_release_is_refused_by_the_updater(
             await updater.check(f"{stack.base_url}/v1/agent/latest")
 
 
-async def test_no_published_release_is_404(tmp_path: Path, database_url: str) -> None:
-    async with running_stack(tmp_path / "state", database_url, rigs=0) as stack:
+async def test_unreadable_published_release_is_404(tmp_path: Path, database_url: str) -> None:
+    # Without a configured release the gateway serves its own (test_agent_update.py).
+    async with running_stack(
+        tmp_path / "state", database_url, rigs=0, release_manifest_path=tmp_path / "gone.json"
+    ) as stack:
         latest = await stack.client.get("/v1/agent/latest")
     assert latest.status_code == 404
     assert latest.json()["error"].startswith("release_not_found")

@@ -30,6 +30,7 @@ from rigway.gateway.errors import ApiError
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.http_server import CoalescingHttpToolsProtocol, DirectMessageWebSocketProtocol
 from rigway.gateway.keys.schemas import CreateKeyIn
+from rigway.gateway.releases.service import release_service_of
 from rigway.gateway.services import Services
 from rigway.gateway.settings import GatewaySettings, load_settings
 
@@ -208,6 +209,7 @@ async def run_local(
                 raise typer.Exit(code=1)
             await asyncio.sleep(0.02)
         base_url = f"http://{host}:{port}"
+        await _prepare_agent_release(services)
         account_id = await services.accounts.first_named(LOCAL_ACCOUNT_NAME)
         if account_id is None:
             account_id = await services.accounts.create(LOCAL_ACCOUNT_NAME)
@@ -250,6 +252,15 @@ async def run_local(
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await serving
+
+
+async def _prepare_agent_release(services: Services) -> None:
+    """Pack the built-in agent release and make its signing key now: the first agent's
+    ask is then quick, and a problem shows at start. Local use goes on without it."""
+    try:
+        await asyncio.to_thread(release_service_of(services).prepare)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"rigway up: agents cannot update from this gateway: {exc}", err=True)
 
 
 async def _wait_for_stop_signal(serving: asyncio.Task[None]) -> None:

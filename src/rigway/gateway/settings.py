@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigway.protocol.ops import IceServer
+from rigway.releases.manifest import load_public_key
 
 
 class GatewaySettings(BaseModel):
@@ -55,8 +56,13 @@ class GatewaySettings(BaseModel):
     console_token_ttl_s: int = Field(default=3600, ge=60, le=86400)
     # Encrypts webhook secrets at rest; None: a generated key file in state_dir.
     secret_key_file: Path | None = None
-    # A signed release manifest (`rigway release sign`) served at /v1/agent/latest.
+    # A signed release manifest (`rigway release sign`) served at /v1/agent/latest; the
+    # file it names, when it sits beside the manifest, is served too. None: the gateway
+    # serves its own code, signed by a key it keeps in release_signing_key_file.
     release_manifest_path: Path | None = None
+    # The public key that signs release_manifest_path, handed to agents as they pair.
+    release_public_key: str | None = None
+    release_signing_key_file: Path | None = None  # None: release-signing.key in state_dir
     webhook_max_per_account: int = 5
     # A safety net only: the sessions service wakes the dispatcher as it writes events.
     # The poll finds rows no wake-up announced (another node's, after its crash); every
@@ -72,6 +78,18 @@ class GatewaySettings(BaseModel):
 
     def resolved_console_issuer(self) -> str:
         return self.console_issuer if self.console_issuer is not None else self.public_base_url
+
+    @field_validator("release_public_key")
+    @classmethod
+    def _is_ed25519_key(cls, value: str | None) -> str | None:
+        if value is not None:
+            load_public_key(value)  # its ManifestKeyError is a ValueError: start-up stops
+        return value
+
+    def resolved_release_signing_key_file(self) -> Path:
+        if self.release_signing_key_file is not None:
+            return self.release_signing_key_file
+        return self.state_dir / "release-signing.key"
 
     def resolved_database_url(self) -> str:
         if self.database_url is not None:
@@ -100,6 +118,8 @@ _ENV_FIELDS: dict[str, str] = {
     "RIGWAY_CONSOLE_ACCOUNT_CLAIM": "console_account_claim",
     "RIGWAY_SECRET_KEY_FILE": "secret_key_file",
     "RIGWAY_RELEASE_MANIFEST": "release_manifest_path",
+    "RIGWAY_RELEASE_PUBLIC_KEY": "release_public_key",
+    "RIGWAY_RELEASE_SIGNING_KEY_FILE": "release_signing_key_file",
 }
 
 

@@ -1,4 +1,5 @@
-"""`GET /v1/agent/latest` (public): the signed release manifest for updating agents."""
+"""Host agent releases (public): the signed manifest at `GET /v1/agent/latest`, the files
+the gateway serves itself, and the keys an agent pins as it pairs."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 
 from rigway.gateway.errors import NotFound
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.releases.builtin import DOWNLOAD_PATH
+from rigway.gateway.releases.service import release_service_of
 from rigway.gateway.services import services_of
-from rigway.releases.manifest import ManifestError, SignedManifest
 
 router = APIRouter(tags=["host agent"])
 
@@ -25,18 +28,17 @@ class AgentReleaseOut(BaseModel):
     signature: str
 
 
+class ReleaseKeysOut(BaseModel):
+    keys: list[str]
+
+
 @router.get("/v1/agent/latest", response_model=AgentReleaseOut, responses=error_responses(404))
 async def latest_release(request: Request) -> AgentReleaseOut:
-    """The newest signed release. Agents verify the Ed25519 signature over the canonical
-    `manifest` themselves; the top-level fields repeat it for the spec's readers."""
-    path = services_of(request).settings.release_manifest_path
-    if path is None:
-        raise NotFound("no release is published", code="release_not_found")
-    try:
-        signed = SignedManifest.from_json(await asyncio.to_thread(path.read_bytes))
-    except (OSError, ManifestError) as exc:
-        detail = f"the release manifest is unreadable ({exc})"
-        raise NotFound(detail, code="release_not_found") from exc
+    """The newest signed release: the configured one, else the gateway's own. Agents
+    verify the Ed25519 signature over the canonical `manifest` themselves; the top-level
+    fields repeat it for the spec's readers."""
+    releases = release_service_of(services_of(request))
+    signed = await asyncio.to_thread(releases.latest)
     fields = signed.fields
     return AgentReleaseOut(
         version=str(fields.get("version", "")),
@@ -46,3 +48,31 @@ async def latest_release(request: Request) -> AgentReleaseOut:
         manifest=dict(fields),
         signature=signed.signature,
     )
+
+
+@router.get(
+    DOWNLOAD_PATH + "/{file_name}",
+    response_class=Response,
+    responses={
+        200: {"content": {"application/octet-stream": {}, "text/plain": {}}},
+        **error_responses(404),
+    },
+)
+async def release_file(request: Request, file_name: str) -> Response:
+    """A release file the gateway serves itself: the wheel the offered manifest names,
+    or its `.sha256`. The signed manifest, not this answer, vouches for the bytes."""
+    releases = release_service_of(services_of(request))
+    found = await asyncio.to_thread(releases.file, file_name)
+    if found is None:
+        raise NotFound(f"no release file {file_name!r}", code="release_not_found")
+    if found.path is not None:
+        return FileResponse(found.path, media_type=found.media_type, filename=file_name)
+    return PlainTextResponse(found.text or "", media_type=found.media_type)
+
+
+@router.get("/v1/agent/release-keys", response_model=ReleaseKeysOut)
+async def release_keys(request: Request) -> ReleaseKeysOut:
+    """The Ed25519 public keys (unpadded base64url) this gateway's releases are signed
+    with. An agent reads them once, as it pairs, and trusts only those afterwards."""
+    releases = release_service_of(services_of(request))
+    return ReleaseKeysOut(keys=await asyncio.to_thread(releases.public_keys))
