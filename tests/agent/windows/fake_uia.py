@@ -7,7 +7,8 @@ query and thread, so a test can prove what was asked and what never was. A call 
 made to block on an event, as a hung provider does.
 
 `typical_window` builds a small sign-in window (a button, a text field, a password
-field, a check box) for tests and for a conformance suite over the Windows role.
+field, a check box), and `fake_accessibility` the role over such ports, for tests and
+for a conformance suite over the Windows backend.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rigway.agent.backends.windows import uia_model as uia
+from rigway.agent.backends.windows.geometry import OutputPlacement
 from rigway.agent.backends.windows.uia_model import CacheQuery, UiaNode, UiaRecord
-from rigway.agent.backends.windows.uia_walk import UiaCallError
+from rigway.agent.backends.windows.uia_walk import UiaAccessibility, UiaCallError
 
 # A blocked call gives up after this long, so a test that forgets to release one does
 # not leave a thread behind for the rest of the run.
@@ -306,6 +308,23 @@ def typical_window(hidden_text: str = "hunter2-never-shown") -> TypicalWindow:
         children=[text_field, password_field, check_box, button],
     )  # fmt: skip
     return TypicalWindow(root, button, text_field, password_field, check_box, hidden_text)
+
+
+def fake_accessibility(
+    *ports: FakeUiaPort,
+    placement: OutputPlacement = OutputPlacement(left=0, top=0, width=1920, height=1080),
+    grace_s: float = 0.5,
+) -> tuple[UiaAccessibility, FakePortFactory]:
+    """The accessibility role over these ports (one per worker it starts), capturing
+    the output at `placement`; close the role when done."""
+    factory = FakePortFactory(*ports)
+    role = UiaAccessibility(
+        factory,
+        lambda: placement,
+        lambda: (placement.width, placement.height),
+        grace_s=grace_s,
+    )
+    return role, factory
 
 
 def wide_tree(levels: int, per_parent: int) -> FakeElement:

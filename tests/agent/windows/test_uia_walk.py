@@ -25,6 +25,7 @@ from tests.agent.windows.fake_uia import (
     FakePortFactory,
     FakeUiaPort,
     element,
+    fake_accessibility,
     typical_window,
     wide_tree,
 )
@@ -32,9 +33,11 @@ from tests.agent.windows.fake_uia import (
 PRIMARY = OutputPlacement(left=0, top=0, width=1920, height=1080)
 CAPTURE = (1920, 1080)
 BUDGET = WalkBudget(max_elements=500, deadline_s=1.5)
-# Short enough that a test of an abandoned walk takes a fraction of a second.
+# A test of an abandoned walk takes deadline + grace. The grace leaves the worker ample
+# time to reach the blocked call on a loaded machine; the walk's own deadline runs on a
+# fake clock that only the fake port moves.
 QUICK = WalkBudget(max_elements=500, deadline_s=0.05)
-QUICK_GRACE_S = 0.05
+QUICK_GRACE_S = 0.5
 
 
 def _walk(
@@ -212,6 +215,7 @@ def _role(
         lambda: CAPTURE,
         grace_s=QUICK_GRACE_S,
         max_leaked_workers=max_leaked_workers,
+        clock=FakeClock(),
     )
     made.append(role)
     return role
@@ -359,3 +363,20 @@ def test_rects_are_mapped_through_the_placement_read_at_each_snapshot(
     placements.pop(0)
     after = role.snapshot(BUDGET).elements[0]
     assert (after.x, after.y) == (before.x - 100, before.y - 50)
+
+
+def test_fake_accessibility_over_the_typical_window_reports_it() -> None:
+    window = typical_window()
+    role, factory = fake_accessibility(FakeUiaPort(window.root))
+    try:
+        snapshot = role.snapshot(BUDGET)
+    finally:
+        role.close()
+    assert snapshot.window_title == "Sign in"
+    assert {e.role for e in snapshot.elements} == {
+        "text",
+        "password text",
+        "check box",
+        "push button",
+    }
+    assert len(factory.created) == 1

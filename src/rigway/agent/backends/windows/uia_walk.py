@@ -325,10 +325,11 @@ class _Worker:
     def _serve(self, job: _Job, port: UiaPort | None) -> UiaPort | None:
         try:
             if port is None:
-                port = self._port_factory()
-            walk_foreground(
-                port, job.budget, job.placement, job.capture_size, job.results, self._clock
-            )
+                port = self._create_port()
+            if port is not None:
+                walk_foreground(
+                    port, job.budget, job.placement, job.capture_size, job.results, self._clock
+                )
         except Exception:
             # A broken port (a dead COM server, a bug) is replaced for the next job.
             logger.exception("UI Automation walk failed")
@@ -338,6 +339,15 @@ class _Worker:
         finally:
             job.done.set()
         return port
+
+    def _create_port(self) -> UiaPort | None:
+        """A port, or None (tried again at the next job) when UI Automation cannot be
+        reached: the snapshot is empty then, not an error."""
+        try:
+            return self._port_factory()
+        except Exception as error:
+            logger.warning("UI Automation unavailable: %s", error)
+            return None
 
 
 def _close_quietly(port: UiaPort) -> None:
