@@ -44,7 +44,19 @@ _FOREIGN_VARIABLES = (
     "XDG_RUNTIME_DIR",
 )
 
-XVFB_OPTIONS = ("-nolisten", "tcp", "-noreset", "+extension", "DAMAGE", "+extension", "XTEST")
+# "-s 0": no screen saver after 10 idle minutes, which the agent would report as
+# "screensaver" and refuse input behind (tests still start it with `xset s activate`).
+XVFB_OPTIONS = (
+    "-nolisten",
+    "tcp",
+    "-noreset",
+    "-s",
+    "0",
+    "+extension",
+    "DAMAGE",
+    "+extension",
+    "XTEST",
+)
 
 T = TypeVar("T")
 
