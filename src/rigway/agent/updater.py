@@ -17,6 +17,11 @@ The file is written to a temporary file in `staging_dir`, flushed to disk, then 
 over its final name (`os.replace`, atomic on one file system); the manifest is written
 beside it the same way, last, so a manifest on disk always describes a complete file.
 
+Trusted keys reach an agent as it pairs: `fetch_release_keys` reads the gateway's
+`/v1/agent/release-keys` once, `save_release_keys` pins them beside the rig token, and
+`load_release_keys` reads them at each start. A gateway's later answer never changes
+them, so whoever can answer for the gateway afterwards cannot slip in a key of its own.
+
 Network seam: `transport` (an `httpx2.AsyncBaseTransport`). With a transport given, the
 environment (proxies, CA variables) is ignored; without one the environment is honoured,
 because rigs behind company proxies need it. Redirects are followed for downloads: the
@@ -31,6 +36,7 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import json
 import os
 import re
 import tempfile
@@ -47,16 +53,28 @@ from rigway.releases.manifest import (
     ManifestError,
     SignedManifest,
     compare_versions,
+    load_public_key,
     parse_version,
     verify_manifest,
 )
 
-__all__ = ["UpdateRefused", "Updater"]
+__all__ = [
+    "RELEASE_KEYS_PATH",
+    "UpdateRefused",
+    "Updater",
+    "fetch_release_keys",
+    "load_release_keys",
+    "release_keys_file",
+    "save_release_keys",
+    "write_atomically",
+]
 
 DEFAULT_MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024
 MAX_MANIFEST_BYTES = 64 * 1024
 HIGHEST_STAGED_FILE = "highest-staged-version"
 MANIFEST_SUFFIX = ".manifest.json"
+RELEASE_KEYS_PATH = "/v1/agent/release-keys"
+MAX_RELEASE_KEYS = 16
 # Uncompressed only: the signed hash covers the file itself, and a compressed answer could
 # expand far past the size cap inside a single chunk.
 _IDENTITY = {"Accept-Encoding": "identity"}
@@ -122,7 +140,7 @@ class Updater:
         self._staging_dir.mkdir(parents=True, exist_ok=True)
         target = self._staging_dir / _file_name(manifest)
         await self._download_to(manifest, target)
-        _write_atomically(target.with_name(target.name + MANIFEST_SUFFIX), signed.to_json())
+        write_atomically(target.with_name(target.name + MANIFEST_SUFFIX), signed.to_json())
         self._remember_staged(manifest.version)
         return target
 
@@ -166,7 +184,7 @@ class Updater:
     def _remember_staged(self, version: str) -> None:
         highest = self._highest_staged()
         if highest is None or compare_versions(version, highest) > 0:
-            _write_atomically(self._staging_dir / HIGHEST_STAGED_FILE, version.encode("ascii"))
+            write_atomically(self._staging_dir / HIGHEST_STAGED_FILE, version.encode("ascii"))
 
     async def _download_to(self, manifest: Manifest, target: Path) -> None:
         fd, temp_name = tempfile.mkstemp(dir=self._staging_dir, prefix=".download-")
@@ -217,6 +235,62 @@ class Updater:
         )
 
 
+async def fetch_release_keys(
+    base_url: str, *, transport: httpx2.AsyncBaseTransport | None = None, timeout_s: float = 15.0
+) -> list[str]:
+    """The release keys the gateway at `base_url` (http(s)://) hands to pairing agents;
+    UpdateRefused when it cannot be read or a key is not an Ed25519 key."""
+    async with httpx2.AsyncClient(
+        transport=transport, trust_env=transport is None, timeout=httpx2.Timeout(timeout_s)
+    ) as client:
+        url = base_url.rstrip("/") + RELEASE_KEYS_PATH
+        raw = await _read_capped(client, url, MAX_MANIFEST_BYTES, "release keys")
+    try:
+        keys = json.loads(raw)["keys"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UpdateRefused('the gateway\'s release keys are not {"keys": [...]}') from exc
+    if not isinstance(keys, list) or len(keys) > MAX_RELEASE_KEYS:
+        raise UpdateRefused(f"the gateway's release keys are not a list of <= {MAX_RELEASE_KEYS}")
+    return [_checked_key(key) for key in keys]
+
+
+def release_keys_file(token_file: Path) -> Path:
+    """Where the keys pinned at pairing live: beside the rig token."""
+    return token_file.with_suffix(".release-keys")
+
+
+def save_release_keys(path: Path, keys: Sequence[str]) -> None:
+    """Pin `keys` (one a line), replacing any pinned before."""
+    checked = [_checked_key(key) for key in keys]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, "".join(key + "\n" for key in checked).encode("ascii"))
+
+
+def load_release_keys(path: Path) -> list[Ed25519PublicKey]:
+    """The pinned keys; none when the file is absent. A damaged file raises
+    UpdateRefused (fail closed: no key is trusted by guesswork)."""
+    try:
+        lines = path.read_text(encoding="ascii").split()
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UpdateRefused(f"cannot read the release keys in {path}: {exc}") from exc
+    try:
+        return [load_public_key(line) for line in lines]
+    except ManifestError as exc:
+        raise UpdateRefused(f"{path} holds a damaged release key: {exc}") from exc
+
+
+def _checked_key(key: object) -> str:
+    if not isinstance(key, str):
+        raise UpdateRefused("a release key is not text")
+    try:
+        load_public_key(key)
+    except ManifestError as exc:
+        raise UpdateRefused(f"release key {key[:16]!r} is refused: {exc}") from exc
+    return key.strip()
+
+
 async def _read_capped(client: httpx2.AsyncClient, url: str, cap: int, what: str) -> bytes:
     body = bytearray()
     try:
@@ -247,7 +321,8 @@ def _file_name(manifest: Manifest) -> str:
     return f"rigway-agent-{manifest.version}.bin"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
+    """`data` in `path`, whole or not at all, even across a crash."""
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=".write-")
     try:
         with os.fdopen(fd, "wb") as file:

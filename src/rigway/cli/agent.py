@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rigway.agent.install import Installer
     from rigway.agent.link import AgentLink
     from rigway.agent.runner import AgentSettings
+    from rigway.agent.update_service import SelfUpdate
 
 logger = logging.getLogger(__name__)
 agent_app = typer.Typer(help="The host agent that runs on a rig.", no_args_is_help=True)
@@ -58,6 +59,25 @@ def pair_command(
         raise typer.Exit(code=1) from exc
     _write_token(token_file, result.rig_token)
     typer.echo(f"paired as {result.rig_id}; token saved to {token_file}")
+    _pin_release_keys(gateway, token_file)
+
+
+def _pin_release_keys(gateway: str, token_file: Path) -> None:
+    """Trust the keys this gateway signs agent releases with, from now on."""
+    from rigway.agent.updater import (
+        UpdateRefused,
+        fetch_release_keys,
+        release_keys_file,
+        save_release_keys,
+    )
+
+    keys_file = release_keys_file(token_file)
+    try:
+        save_release_keys(keys_file, asyncio.run(fetch_release_keys(gateway)))
+    except (UpdateRefused, OSError) as exc:
+        typer.echo(f"release keys not saved, so no self-update: {exc}", err=True)
+        return
+    typer.echo(f"release keys saved to {keys_file}")
 
 
 @agent_app.command("run")
@@ -76,9 +96,26 @@ def run_command(
         Path | None,
         typer.Option(help="Local socket for `rigway agent kill` (default: beside the token)."),
     ] = None,
+    update: Annotated[bool, typer.Option(help="Install newer signed releases.")] = True,
+    update_interval_s: Annotated[
+        float, typer.Option(min=60, help="Seconds between update checks.")
+    ] = 6 * 3600.0,
+    release_key: Annotated[
+        list[str] | None,
+        typer.Option(help="Also trust this release public key (besides those of pairing)."),
+    ] = None,
+    install_root: Annotated[
+        Path | None, typer.Option(help="Set by `rigway agent launch`: where versions live.")
+    ] = None,
+    health_file: Annotated[
+        Path | None, typer.Option(help="Set by `rigway agent launch`: written once linked.")
+    ] = None,
 ) -> None:
     """Connect to the gateway and serve sessions until stopped."""
+    from rigway.agent.install_root import RESTART_EXIT_CODE
     from rigway.agent.runner import AgentSettings
+    from rigway.agent.update_service import SelfUpdate, self_update_settings
+    from rigway.agent.updater import UpdateRefused
 
     backend = default_backend() if backend is None else backend
     if backend not in BACKENDS:
@@ -88,6 +125,19 @@ def run_command(
         token = token_file.read_text().strip()
     except OSError as exc:
         typer.echo(f"cannot read the rig token: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+    try:
+        updates = self_update_settings(
+            gateway,
+            token_file,
+            install_root=install_root,
+            health_file=health_file,
+            is_enabled=update,
+            interval_s=update_interval_s,
+            extra_keys=release_key or (),
+        )
+    except (UpdateRefused, ValueError) as exc:
+        typer.echo(f"cannot set up self-update: {exc}", err=True)
         raise typer.Exit(code=2) from exc
     try:
         desktop = open_desktop(
@@ -107,11 +157,14 @@ def run_command(
         held_input_journal=default_held_input_journal(token_file),
     )
     socket_path = control_socket or default_control_socket(token_file)
+    self_update = SelfUpdate(updates)
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            event_loop.run(_serve(settings, desktop, socket_path))
+            event_loop.run(_serve(settings, desktop, socket_path, self_update))
     finally:
         desktop.close()
+    if self_update.restart_requested:
+        raise typer.Exit(code=RESTART_EXIT_CODE)
 
 
 def default_backend() -> str:
@@ -171,8 +224,14 @@ def default_held_input_journal(token_file: Path) -> Path:
     return token_file.with_suffix(".held-input.json")
 
 
-async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -> None:
-    """The agent plus its local control socket, until SIGINT/SIGTERM."""
+async def _serve(
+    settings: AgentSettings,
+    desktop: Desktop,
+    socket_path: Path,
+    self_update: SelfUpdate | None = None,
+) -> None:
+    """The agent plus its local control socket (and self-update), until SIGINT/SIGTERM
+    or an update asks for a restart."""
     from rigway.agent.control import owner_kill_handler, serve_control
     from rigway.agent.runner import run_agent
 
@@ -198,6 +257,8 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
             )
 
     def start_control(link: AgentLink) -> None:
+        if self_update is not None:
+            self_update.start(link, stop)
         if not hasattr(asyncio, "start_unix_server"):
             # Windows: no Unix sockets in asyncio; the tray is the owner's local kill path.
             return
@@ -214,6 +275,8 @@ async def _serve(settings: AgentSettings, desktop: Desktop, socket_path: Path) -
             on_link=start_control,
         )
     finally:
+        if self_update is not None:
+            await self_update.aclose()
         for server in servers:
             server.close()
             await server.wait_closed()
@@ -253,6 +316,29 @@ def kill_command(
         typer.echo(f"kill failed: {answer.get('error')}", err=True)
         raise typer.Exit(code=1)
     typer.echo("session ended (owner_kill)" if answer.get("ended") else "no active session")
+
+
+@agent_app.command(
+    "launch",
+    # Every other option is `agent run`'s, passed through as given.
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def launch_command(
+    ctx: typer.Context,
+    install_root: Annotated[
+        Path, typer.Option(help="Where installed versions and the current pointer live.")
+    ],
+    trial_timeout_s: Annotated[
+        float, typer.Option(min=1, help="Seconds a new version has to bring its link up.")
+    ] = 120.0,
+) -> None:
+    """Run `rigway agent run` (with the options that follow) from the current version;
+    restart into updates it installs, and roll back one that does not come up."""
+    from rigway.agent.launcher import Launcher, LaunchSettings
+
+    logging.basicConfig(level=logging.INFO, format="rigway agent launch: %(message)s")
+    settings = LaunchSettings(install_root.absolute(), tuple(ctx.args), trial_timeout_s)
+    raise typer.Exit(code=Launcher(settings).run())
 
 
 def default_install_backend() -> str:
