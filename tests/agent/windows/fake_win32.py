@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
+from rigway.agent.backends.windows.desktop_state import SessionInfo
 from rigway.agent.backends.windows.jobs import (
     SuspendedProcess,
     environment_block,
@@ -27,12 +28,14 @@ from rigway.agent.backends.windows.toplevel import TopLevelWindow
 
 __all__ = [
     "AGENT_PID",
+    "CONSOLE_SESSION",
     "LAUNCHER_PID",
     "SESSION_ID",
     "USER_SID",
     "FakeJob",
     "FakeJobPort",
     "FakeProcess",
+    "FakeStatePort",
     "FakeWin32",
     "FakeWindow",
     "FakeWindowPort",
@@ -384,3 +387,47 @@ class FakeWindowPort:
     def terminate_pid(self, info: ProcessInfo) -> bool:
         self.calls.append(("terminate_pid", info.pid))
         return self.machine.terminate_pid(info)
+
+
+CONSOLE_SESSION = SessionInfo(
+    session_id=SESSION_ID, connect_state=0, session_flags=1, station_name="Console"
+)
+
+
+class FakeStatePort:
+    """`StatePort` with scripted answers: an unlocked console session on Windows 11 with
+    "Default" as the input desktop until a test changes a field. A read named in
+    `failing` raises OSError."""
+
+    def __init__(self) -> None:
+        self.desktop_name: str | None = "Default"
+        self.desktop_error: int | None = None
+        self.session: SessionInfo | None = CONSOLE_SESSION
+        self.session_id: int | None = SESSION_ID
+        self.console_session_id: int | None = SESSION_ID
+        self.version: tuple[int, int] | None = (10, 0)
+        self.failing: set[str] = set()
+
+    def _check(self, name: str) -> None:
+        if name in self.failing:
+            raise OSError(5, f"{name} failed (scripted)")
+
+    def input_desktop_name(self) -> tuple[str | None, int | None]:
+        self._check("input_desktop_name")
+        return self.desktop_name, self.desktop_error
+
+    def session_info(self) -> SessionInfo | None:
+        self._check("session_info")
+        return self.session
+
+    def own_session_id(self) -> int | None:
+        self._check("own_session_id")
+        return self.session_id
+
+    def active_console_session_id(self) -> int | None:
+        self._check("active_console_session_id")
+        return self.console_session_id
+
+    def os_version(self) -> tuple[int, int] | None:
+        self._check("os_version")
+        return self.version

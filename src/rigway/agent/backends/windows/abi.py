@@ -47,6 +47,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "keymap",
     "tray",
     "toplevel",
+    "desktop_state",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]
