@@ -13,15 +13,9 @@ import sys
 import time
 from collections.abc import Callable
 
+# As a module: its names exist only on Windows (after its own platform assert).
+from rigway.agent.backends.windows import _jobs
 from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, HRESULT_T, INT
-from rigway.agent.backends.windows._jobs import (
-    post_close,
-    process_info,
-    terminate_pid,
-    top_level_windows,
-    wait_processes_exit,
-    window_pid,
-)
 from rigway.agent.backends.windows.protect import GuardContext, ProcessInfo
 from rigway.agent.backends.windows.toplevel import CONSTANTS, TopLevelWindow, TopLevelWindows
 
@@ -84,7 +78,7 @@ def _describe(hwnd: int) -> TopLevelWindow:
     ex_style: int = _get_window_long(hwnd, CONSTANTS["GWL_EXSTYLE"])
     return TopLevelWindow(
         hwnd=hwnd,
-        pid=window_pid(hwnd),
+        pid=_jobs.window_pid(hwnd),
         is_visible=bool(_user32.IsWindowVisible(hwnd)),
         owner_hwnd=0 if owner is None else owner,
         ex_style=ex_style & 0xFFFF_FFFF,
@@ -97,10 +91,10 @@ class Win32WindowPort:
     """`WindowPort` on Windows."""
 
     def top_level_windows(self) -> list[TopLevelWindow]:
-        return [_describe(hwnd) for hwnd in top_level_windows()]
+        return [_describe(hwnd) for hwnd in _jobs.top_level_windows()]
 
     def post_close(self, hwnd: int) -> None:
-        post_close(hwnd)  # False only for a window gone meanwhile
+        _jobs.post_close(hwnd)  # False only for a window gone meanwhile
 
     def is_window(self, hwnd: int) -> bool:
         return is_window(hwnd)
@@ -112,19 +106,19 @@ class Win32WindowPort:
             remaining_s = deadline - time.monotonic()
             if not still_open or remaining_s <= 0:
                 return still_open
-            owners = frozenset(p for h in still_open if (p := window_pid(h)) is not None)
+            owners = frozenset(p for h in still_open if (p := _jobs.window_pid(h)) is not None)
             pause_s = min(remaining_s, _RECHECK_S)
             if owners:
-                wait_processes_exit(owners, pause_s)
+                _jobs.wait_processes_exit(owners, pause_s)
             else:
                 time.sleep(pause_s)
 
     def process_info(self, pid: int) -> ProcessInfo | None:
-        return process_info(pid)
+        return _jobs.process_info(pid)
 
     def terminate_pid(self, info: ProcessInfo) -> bool:
         try:
-            return terminate_pid(info)
+            return _jobs.terminate_pid(info)
         except OSError:
             return False
 
