@@ -33,6 +33,7 @@ from typing import Any
 import httpx2
 import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typer.testing import CliRunner
 
 from rigway import __version__
 from rigway.agent.backends.sim import SimDesktop
@@ -41,7 +42,13 @@ from rigway.agent.link import AgentLink
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
 from rigway.agent.update_service import SelfUpdate, self_update_settings
-from rigway.agent.updater import fetch_release_keys, release_keys_file, save_release_keys
+from rigway.agent.updater import (
+    fetch_release_keys,
+    load_release_keys,
+    release_keys_file,
+    save_release_keys,
+)
+from rigway.cli.main import app as rigway_cli
 from rigway.cli.up import uvicorn_config
 from rigway.gateway.app import create_app
 from rigway.gateway.services import Services
@@ -125,6 +132,9 @@ class Gateway:
     base_url: str
     services: Services
     account_id: str
+
+    def client(self) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(base_url=self.base_url, trust_env=False)
 
     async def pair_rig(self, token_file: Path) -> str:
         """Pair as `rigway agent pair` does: the token and the pinned release keys."""
@@ -254,3 +264,21 @@ async def test_launcher_rolls_back_a_release_that_cannot_start(
     assert installs.bad_versions() == {NEWER}
     assert installs.pointer() == Pointer()
     assert list(installs.versions_dir.iterdir()) == []
+
+
+async def test_agent_pair_pins_the_gateway_release_keys(tmp_path: Path, database_url: str) -> None:
+    async with _gateway(tmp_path, database_url) as gateway:
+        code = await gateway.services.rigs.create_pairing_code(gateway.account_id)
+        token_file = tmp_path / "rig.token"
+        arguments = [
+            "agent", "pair", "--gateway", gateway.base_url, "--code", code.code,
+            "--token-file", str(token_file),
+        ]  # fmt: skip
+        # The command runs its own event loop: in a thread, beside the gateway's.
+        result = await asyncio.to_thread(CliRunner().invoke, rigway_cli, arguments)
+        async with gateway.client() as client:
+            keys = (await client.get("/v1/agent/release-keys")).json()["keys"]
+    assert result.exit_code == 0, result.output
+    pinned = load_release_keys(release_keys_file(token_file))
+    assert [public_key_to_text(key) for key in pinned] == keys
+    assert len(keys) == 1
