@@ -1,0 +1,66 @@
+"""Builds the windows backend over the real bindings: one role per area, one app tracker.
+
+Binding (Windows only). The process is made per-monitor DPI aware first: the first
+awareness call in a process wins, and every role below measures pixels.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+from rigway.agent.backends.windows.bootstrap import refuse_unless_runnable
+from rigway.agent.backends.windows.desktop import WindowsDesktop
+from rigway.agent.backends.windows.input import WindowsInput
+from rigway.agent.backends.windows.jobs import JobAppTracker
+from rigway.agent.backends.windows.uia_walk import UiaAccessibility
+
+assert sys.platform == "win32"
+
+# Other binding modules: after the platform assertion, so that the Linux type check
+# (which skips the rest of this module) does not look into them.
+from rigway.agent.backends.windows._bootstrap import prepare_process  # noqa: E402
+from rigway.agent.backends.windows._capture_open import open_screen  # noqa: E402
+from rigway.agent.backends.windows._desktop_state import open_desktop_state  # noqa: E402
+from rigway.agent.backends.windows._jobs import open_job_tracker  # noqa: E402
+from rigway.agent.backends.windows._sendinput import SendInputPort  # noqa: E402
+from rigway.agent.backends.windows._toplevel import open_top_level_windows  # noqa: E402
+from rigway.agent.backends.windows._uia import uia_port_factory  # noqa: E402
+
+__all__ = ["comtypes_gen_dir", "open_app_tracker", "open_desktop"]
+
+
+def comtypes_gen_dir() -> Path:
+    """Where comtypes' generated UI Automation wrapper lives: a directory of the agent's
+    own, so two processes generating into a shared cache cannot corrupt it."""
+    base = os.environ.get("LOCALAPPDATA")
+    root = Path(base) if base else Path.home() / "AppData" / "Local"
+    return root / "Rigway" / "comtypes-gen"
+
+
+@functools.cache
+def open_app_tracker() -> JobAppTracker:
+    """The process's one app tracker: the windows role asks it which processes the
+    session launched before it force-closes anything."""
+    return open_job_tracker()
+
+
+def open_desktop() -> WindowsDesktop:
+    refuse_unless_runnable(prepare_process())
+    screen = open_screen()
+
+    def capture_size() -> tuple[int, int]:
+        placement = screen.placement()
+        return placement.width, placement.height
+
+    return WindowsDesktop(
+        screen=screen,
+        input=WindowsInput(SendInputPort(), screen.placement),
+        accessibility=UiaAccessibility(
+            uia_port_factory(comtypes_gen_dir()), screen.placement, capture_size
+        ),
+        windows=open_top_level_windows(open_app_tracker().guard_context),
+        state=open_desktop_state(),
+    )
