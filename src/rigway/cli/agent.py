@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from rigway.agent.backends.base import Desktop
     from rigway.agent.install import Installer
     from rigway.agent.link import AgentLink
+    from rigway.agent.owner_tray import OwnerTray
     from rigway.agent.runner import AgentSettings
     from rigway.agent.update_service import SelfUpdate
 
@@ -256,9 +257,17 @@ async def _serve(
                 task.exception(),
             )
 
+    trays: list[OwnerTray] = []
+
     def start_control(link: AgentLink) -> None:
         if self_update is not None:
             self_update.start(link, stop)
+        if settings.backend == "windows":
+            from rigway.agent.owner_tray import try_start_owner_tray
+
+            tray = try_start_owner_tray(link, settings.gateway_url)
+            if tray is not None:
+                trays.append(tray)
         if not hasattr(asyncio, "start_unix_server"):
             # Windows: no Unix sockets in asyncio; the tray is the owner's local kill path.
             return
@@ -275,6 +284,8 @@ async def _serve(
             on_link=start_control,
         )
     finally:
+        for tray in trays:
+            await tray.close()
         if self_update is not None:
             await self_update.aclose()
         for server in servers:
