@@ -12,6 +12,7 @@ import pytest
 
 from rigway.agent.backends.x11 import open_x11_desktop
 from tests.agent.conformance.rigs import ConformanceRig, SimRig, X11Rig
+from tests.agent.conformance.windows_rig import WindowsFakeRig
 from tests.support.x_desktop import XDesktop, skip_reason
 
 
@@ -24,13 +25,13 @@ def conformance_x_desktop() -> Iterator[XDesktop]:
         yield desk
 
 
-@pytest.fixture(params=["sim", pytest.param("x11", marks=pytest.mark.x11)])
+@pytest.fixture(params=["sim", pytest.param("x11", marks=pytest.mark.x11), "windows"])
 def rig(request: pytest.FixtureRequest) -> Iterator[ConformanceRig]:
     if request.param == "sim":
         sim = SimRig()
         yield sim
         sim.close()
-    else:
+    elif request.param == "x11":
         desk: XDesktop = request.getfixturevalue("conformance_x_desktop")
         backend = open_x11_desktop(
             desk.display, session_bus_address=desk.env["DBUS_SESSION_BUS_ADDRESS"]
@@ -41,3 +42,7 @@ def rig(request: pytest.FixtureRequest) -> Iterator[ConformanceRig]:
         finally:
             x11.close()
             backend.close()
+    else:
+        windows = WindowsFakeRig()
+        yield windows
+        windows.close()

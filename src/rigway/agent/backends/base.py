@@ -85,11 +85,17 @@ class WalkBudget:
 class Desktop(Protocol):
     """A platform desktop. Coordinates are native capture pixels, origin top-left."""
 
-    # e.g. "sim", "x11-damage", "dxgi", "gdi": reported as the session's capture_mode.
-    capture_mode: str
-    # False when the platform cannot report damage (a GDI fallback): dirty reads say
-    # `available: false` and every screenshot captures afresh.
-    has_damage: bool
+    @property
+    def capture_mode(self) -> str:
+        """e.g. "sim", "x11-damage", "dxgi", "gdi": reported as the session's capture_mode.
+        May change while the backend runs (Windows falls back from DXGI to GDI)."""
+        ...
+
+    @property
+    def has_damage(self) -> bool:
+        """False when the platform cannot report damage (a GDI fallback): dirty reads say
+        `available: false` and every screenshot captures afresh."""
+        ...
 
     def native_size(self) -> tuple[int, int]:
         """(width, height) of the desktop in native pixels."""
