@@ -43,6 +43,7 @@ class WindowsFakeRig:
         self.uia_port = FakeUiaPort(None)
         self.job_port = FakeJobPort(self.machine)
         self.tracker = JobAppTracker(self.job_port)
+        self.state_port = FakeStatePort()
         self.windows_desktop = WindowsDesktop(
             screen=screen,
             input=WindowsInput(self.input_port, screen.placement),
@@ -52,7 +53,7 @@ class WindowsFakeRig:
                 lambda: (OUTPUT.width, OUTPUT.height),
             ),
             windows=TopLevelWindows(FakeWindowPort(self.machine), self.tracker.guard_context),
-            state=WindowsDesktopState(FakeStatePort()),
+            state=WindowsDesktopState(self.state_port),
         )
         self._hwnds = itertools.count(0x10010, 4)
         self._colours = itertools.cycle(((0, 0, 255, 255), (0, 255, 0, 255)))
