@@ -66,7 +66,7 @@ def test_agent_run_with_windows_backend_exits_2_with_one_line(tmp_path: Path) ->
     token_file.write_text("rgw_rig_not_a_real_token")
     done = subprocess.run(
         [
-            sys.executable, "-m", "rigway.cli.main", "agent", "run",
+            sys.executable, "-m", "rigway", "agent", "run",
             "--gateway", "http://127.0.0.1:9", "--token-file", str(token_file),
             "--backend", "windows",
         ],
