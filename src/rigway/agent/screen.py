@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rigway.agent.backends.base import Desktop, Pixels, Rect
+from rigway.agent.damage_log import DamageLog
 from rigway.agent.desktop_state import read_desktop_state
 from rigway.agent.imaging import EncodedImage, Mark, render_jpeg, scaled_size
 from rigway.agent.jpeg_strips import StripEncoder, StripJpeg, strips_touched
@@ -32,6 +33,7 @@ from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 
 __all__ = [
+    "DAMAGE_POLL_INTERVAL_S",
     "MAX_DIRTY_RECTS",
     "CaptureParams",
     "CapturedFrame",
@@ -45,6 +47,10 @@ __all__ = [
 # Past this many disjoint rectangles a caller gains nothing over one bounding box, and
 # the reply stays small whatever the desktop does.
 MAX_DIRTY_RECTS = ops.MAX_DIRTY_RECTS
+
+# How often a wait for change or quiet asks the backend for damage: one X round trip
+# (or one DXGI acquire with a zero timeout) per tick, on the screen worker.
+DAMAGE_POLL_INTERVAL_S = 0.005
 
 _T = TypeVar("_T")
 
@@ -71,6 +77,10 @@ class CapturedFrame:
     host_jpeg_ms: float
     cached: bool
     marked: bool
+    # The damage log's mark at the poll just before this frame's pixels were grabbed
+    # (or, for a cached frame, before the grab it came from): "changed since this frame"
+    # is `damage_since(damage_mark)`, which may over-report, never under-report.
+    damage_mark: int = 0
 
     def reply_body(self) -> dict[str, Any]:
         """The `ops.ScreenCaptured` body, built as the dict it dumps to: a model built only
@@ -83,6 +93,7 @@ class CapturedFrame:
             "host_jpeg_ms": round(self.host_jpeg_ms, 3),
             "cached": self.cached,
             "marked": self.marked,
+            "damage_mark": self.damage_mark,
         }
 
 
@@ -187,6 +198,7 @@ class ScreenService:
         self._worker = worker
         self._encoder = StripEncoder(helpers=0) if encoder is None else encoder
         self._dirty = DirtyAccumulator()
+        self._damage_log = DamageLog()
         self._cache: _CachedFrame | None = None
         self._strips: StripJpeg | None = None
         self._changed_strips: set[int] = set()
@@ -217,6 +229,56 @@ class ScreenService:
     async def native_size(self) -> tuple[int, int]:
         return await self._run(self._desktop.native_size)
 
+    @property
+    def has_damage(self) -> bool:
+        return self._desktop.has_damage
+
+    async def damage_mark(self) -> int:
+        """A mark to ask `damage_since` about later (damage polled first)."""
+        return await self._run(self._polled_mark)
+
+    async def damage_since(self, mark: int) -> list[Rect] | None:
+        """What changed after `mark` (damage polled first); None when that cannot be
+        told: no damage on this backend, or the mark is older than the log reaches."""
+        return await self._run(self._polled_since, mark)
+
+    async def wait_for_change(self, mark: int, timeout_s: float) -> bool | None:
+        """Whether the screen changed after `mark` within `timeout_s`; None when the
+        backend cannot tell (no damage). Returns as soon as a poll sees a change."""
+        if not self._desktop.has_damage:
+            return None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            changed = await self.damage_since(mark)
+            if changed is None or changed:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(min(DAMAGE_POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
+
+    async def wait_quiet(self, quiet_s: float, timeout_s: float) -> tuple[bool, float]:
+        """Wait until no damage has arrived for `quiet_s`, at most `timeout_s`:
+        (settled, seconds waited). Without damage the screen cannot be watched: the
+        wait is `quiet_s` (bounded by the timeout) and never counts as settled."""
+        started = time.monotonic()
+        if not self._desktop.has_damage:
+            await asyncio.sleep(min(quiet_s, timeout_s))
+            return False, time.monotonic() - started
+        mark = await self.damage_mark()
+        last_change = started
+        while True:
+            changed = await self.damage_since(mark)
+            now = time.monotonic()
+            if changed is None or changed:
+                mark = await self.damage_mark()
+                last_change = now
+            if now - last_change >= quiet_s:
+                return True, now - started
+            if now - started >= timeout_s:
+                return False, now - started
+            next_check = min(last_change + quiet_s, started + timeout_s)
+            await asyncio.sleep(min(DAMAGE_POLL_INTERVAL_S, max(0.0, next_check - now)))
+
     async def reset(self) -> None:
         """A new session: forget damage and the cached frame from before it."""
         await self._run(self._reset)
@@ -239,12 +301,23 @@ class ScreenService:
 
     # Everything below runs on the screen worker.
 
+    def _polled_mark(self) -> int:
+        self._poll_damage(*self._desktop.native_size())
+        return self._damage_log.mark
+
+    def _polled_since(self, mark: int) -> list[Rect] | None:
+        if not self._desktop.has_damage:
+            return None
+        self._poll_damage(*self._desktop.native_size())
+        return self._damage_log.since(mark)
+
     def _poll_damage(self, width: int, height: int) -> None:
         if not self._desktop.has_damage:
             return
         rects = self._desktop.poll_damage()
         if not rects:
             return
+        self._damage_log.add(rects)
         self._dirty.add(rects, width, height)
         if self._cache is not None:
             self._cache.is_stale = True
@@ -294,7 +367,10 @@ class ScreenService:
         is_fresh = cache is not None and not cache.is_stale and cache.key == key
         if self._desktop.has_damage and is_fresh:
             assert cache is not None
-            return _frame(cache.image, key, started, cached=True)
+            return _frame(cache.image, key, started, cached=True, damage_mark=self._damage_log.mark)
+        # Read before the grab: damage landing between here and the grab counts as
+        # "after this frame" (an over-report, never an under-report).
+        damage_mark = self._damage_log.mark
         frame = self._desktop.grab()
         grabbed_h, grabbed_w = frame.shape[:2]
         if (grabbed_w, grabbed_h) != (width, height):
@@ -317,7 +393,7 @@ class ScreenService:
                 encode=self._encoder.encode_whole,
             )
         self._cache = _CachedFrame(key, image)
-        return _frame(image, key, started, cached=False)
+        return _frame(image, key, started, cached=False, damage_mark=damage_mark)
 
     def _encode_whole_desktop(self, frame: Pixels, quality: int) -> EncodedImage:
         """The frame as strips, reusing those of the last whole-desktop frame that no
@@ -357,13 +433,16 @@ class ScreenService:
         if self._desktop.has_damage:
             self._desktop.poll_damage()
         self._dirty.clear()
+        self._damage_log.clear()
         self._cache = None
         self._forget_strips()
         for watch in self._watches:
             watch.changed = True
 
 
-def _frame(image: EncodedImage, key: _CacheKey, started: float, *, cached: bool) -> CapturedFrame:
+def _frame(
+    image: EncodedImage, key: _CacheKey, started: float, *, cached: bool, damage_mark: int
+) -> CapturedFrame:
     return CapturedFrame(
         jpeg=image.jpeg,
         width=image.width,
@@ -373,6 +452,7 @@ def _frame(image: EncodedImage, key: _CacheKey, started: float, *, cached: bool)
         host_jpeg_ms=(time.perf_counter() - started) * 1000.0,
         cached=cached,
         marked=image.marked,
+        damage_mark=damage_mark,
     )
 
 

@@ -115,6 +115,9 @@ class ScreenCaptured(_Body):
     host_jpeg_ms: Milliseconds
     cached: bool
     marked: bool
+    # The host's damage mark when the frame was grabbed: `screen/changed_since` and a
+    # batch's `require_unchanged` ask what changed after it. 0 from an older agent.
+    damage_mark: int = Field(default=0, ge=0)
 
 
 class ScreenDirty(_Body):
