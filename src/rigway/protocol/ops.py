@@ -17,6 +17,7 @@ SESSION_END = "session/end"
 SCREEN_CAPTURE = "screen/capture"
 SCREEN_DIRTY = "screen/dirty"
 SCREEN_DIRTY_RETURN = "screen/dirty_return"
+SCREEN_WAIT = "screen/wait"
 A11Y_TARGETS = "a11y/targets"
 INPUT_BATCH = "input/batch"
 APP_LAUNCH = "app/launch"
@@ -39,6 +40,11 @@ ERROR_HOST = "host_error"
 ERROR_UNKNOWN_OP = "unknown_op"
 # Input refused because the desktop cannot be driven now; the detail is the state.
 ERROR_DESKTOP_UNAVAILABLE = "desktop_unavailable"
+# A batch stopped (or refused) on the host; the failed reply's body says where
+# (`InputStopped`: receipts of what ran, the index it stopped at, changed rectangles).
+ERROR_TARGET_GONE = "target_gone"
+ERROR_EXPECTATION_FAILED = "expectation_failed"
+ERROR_STALE_FRAME = "stale_frame"
 
 MASKED_VALUE = "[redacted]"
 # Past this many disjoint dirty rectangles a caller gains nothing over one bounding box.
@@ -174,11 +180,19 @@ class TargetSnapshot(_Body):
 
 
 class InputEvent(_Body):
-    """One validated input event (the gateway validated it whole before sending)."""
+    """One validated input event (the gateway validated it whole before sending).
+
+    Points are native pixels (the gateway mapped image coordinates already). `target`
+    (pointer events only, never with x,y) names a target id the host finds in a fresh
+    accessibility snapshot when the event runs, acting at the centre of its bounds.
+    `expect: "change"`: after the event, wait up to `expect_timeout_ms` for damage,
+    else stop the batch with `expectation_failed`."""
 
     type: Literal[
         "mouse_move",
         "mouse_click",
+        "mouse_down",
+        "mouse_up",
         "mouse_scroll",
         "key_press",
         "key_down",
@@ -187,21 +201,95 @@ class InputEvent(_Body):
     ]
     x: int | None = None
     y: int | None = None
+    target: str | None = Field(default=None, min_length=1, max_length=64)
     button: Literal["left", "right", "middle"] | None = None
     dx: int | None = None
     dy: int | None = None
     key: str | None = None
     text: str | None = None
     delay_ms: int = 0
+    expect: Literal["change"] | None = None
+    expect_timeout_ms: int = Field(default=1000, ge=1, le=5000)
+
+
+class Settle(_Body):
+    """After the last event, answer once the screen has been still for `quiet_ms`, or
+    after `timeout_ms` (not settled)."""
+
+    quiet_ms: int = Field(default=100, ge=20, le=2000)
+    timeout_ms: int = Field(default=2000, ge=50, le=10000)
+
+
+class RequireUnchanged(_Body):
+    """Refuse the batch (`stale_frame`, nothing run) when damage after `damage_mark`
+    (a frame's, from `ScreenCaptured.damage_mark`) lies within `radius_px` of any
+    point the batch acts on (x,y given; target-bound points are resolved later)."""
+
+    damage_mark: int = Field(ge=0)
+    radius_px: int = Field(default=24, ge=0, le=4096)
 
 
 class InputBatch(_Body):
     session_id: str
     events: list[InputEvent] = Field(min_length=1, max_length=100)
+    settle: Settle | None = None
+    require_unchanged: RequireUnchanged | None = None
+
+
+class EventReceipt(_Body):
+    """What one event did: `at_ms` after the batch started, the native point used
+    (None for keyboard events), whether the screen changed after it before the next
+    event began (True when the backend cannot tell)."""
+
+    index: int = Field(ge=0)
+    type: str
+    ok: bool
+    at_ms: Milliseconds
+    x: int | None = None
+    y: int | None = None
+    changed: bool
+
+
+class SettleResult(_Body):
+    settled: bool
+    waited_ms: Milliseconds
 
 
 class InputDone(_Body):
     count: int
+    events: list[EventReceipt] = Field(default_factory=list)
+    settle: SettleResult | None = None
+
+
+class InputStopped(_Body):
+    """The body of a failed `input/batch` reply whose code is target_gone,
+    expectation_failed, stale_frame or desktop_unavailable: the receipts of what ran
+    (the event at `stopped_at` has its own, with ok false), and for stale_frame the
+    changed rectangles near the batch's points."""
+
+    events: list[EventReceipt] = Field(default_factory=list)
+    stopped_at: int | None = Field(default=None, ge=0)
+    rects: list[tuple[int, int, int, int]] = Field(default_factory=list)
+
+
+class ScreenWait(_Body):
+    """Wait on the host: `change` (any damage after the wait began), `quiet` (still
+    for `quiet_ms`) or `target` (a control matching every given field appears in the
+    focused window; snapshots at most every 150 ms). Bounded by `timeout_ms`."""
+
+    session_id: str
+    until: Literal["change", "quiet", "target"]
+    timeout_ms: int = Field(ge=1, le=30000)
+    quiet_ms: int = Field(default=100, ge=20, le=10000)
+    target_name: str | None = Field(default=None, min_length=1, max_length=256)
+    target_role: str | None = Field(default=None, min_length=1, max_length=64)
+    target_id: str | None = Field(default=None, min_length=1, max_length=64)
+
+
+class ScreenWaited(_Body):
+    met: bool
+    waited_ms: Milliseconds
+    target: Target | None = None
 
 
 class AppLaunch(_Body):
