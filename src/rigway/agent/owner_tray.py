@@ -1,9 +1,12 @@
 """The owner's tray wired to a running agent: its actions go through the agent's link.
 
 `start_owner_tray(link, gateway_url)` is what `rigway agent run --backend windows` calls
-once the link is built: it draws the tray (pystray, Windows only), keeps it in step with
-the agent, and `OwnerTray.close()` takes it down with the agent. The menu's model and
-controller are in `backends/windows/tray.py`; this module supplies what they act on:
+once the link is built: it draws the tray (our Shell_NotifyIconW binding, Windows only),
+keeps it in step with the agent, and `OwnerTray.close()` takes it down with the agent.
+The tray's hidden window also receives the console display's power notifications: give
+`on_display_power` to hear of them (the desktop-state role's `note_display_power`).
+The menu's model and controller are in `backends/windows/tray.py`; this module supplies
+what they act on:
 
 - End session: the owner's kill, the path `rigway agent kill` takes
   (`control.owner_kill_handler`: `session/owner_kill`, or a local end when the gateway
@@ -41,6 +44,7 @@ __all__ = [
     "OwnerTray",
     "StartableTrayView",
     "console_url",
+    "notify_icon_view_factory",
     "start_owner_tray",
     "try_start_owner_tray",
 ]
@@ -134,24 +138,40 @@ class OwnerTray:
             self._view.stop()
 
 
-def _pystray_view(
-    first: TrayPresentation, on_menu: Callable[[TrayAction], None]
-) -> StartableTrayView:
-    if sys.platform == "win32":
-        from rigway.agent.backends.windows._tray import PystrayTray
+def notify_icon_view_factory(
+    on_display_power: Callable[[bool], None] | None = None,
+) -> TrayViewFactory:
+    """Views drawn with Shell_NotifyIconW (Windows only), passing `on_display_power` on."""
 
-        return PystrayTray(first, on_menu)
-    raise RuntimeError("the tray is drawn on Windows only")
+    def make_view(
+        first: TrayPresentation, on_menu: Callable[[TrayAction], None]
+    ) -> StartableTrayView:
+        if sys.platform == "win32":
+            from rigway.agent.backends.windows._tray import NotifyIconTray
+
+            return NotifyIconTray(first, on_menu, on_display_power=on_display_power)
+        raise RuntimeError("the tray is drawn on Windows only")
+
+    return make_view
 
 
 def start_owner_tray(
     link: AgentLink,
     gateway_url: str,
     *,
-    view_factory: TrayViewFactory = _pystray_view,
+    view_factory: TrayViewFactory | None = None,
     open_url: Callable[[str], bool] = webbrowser.open,
+    on_display_power: Callable[[bool], None] | None = None,
 ) -> OwnerTray:
-    """On the running loop: draw the tray for `link` and keep it current."""
+    """On the running loop: draw the tray for `link` and keep it current.
+
+    `on_display_power(is_on)` is called on the tray's thread when the console display
+    goes on (or dimmed) or off, and with its state when the tray starts. It belongs to
+    the drawn tray (the default `view_factory`), so it cannot come with another one."""
+    if view_factory is None:
+        view_factory = notify_icon_view_factory(on_display_power)
+    elif on_display_power is not None:
+        raise ValueError("on_display_power goes to the drawn tray: pass no view_factory")
     loop = asyncio.get_running_loop()
     actions = LinkOwnerActions(link, console_url(gateway_url), open_url=open_url)
     controller = TrayController(loop, link, actions)
@@ -161,11 +181,16 @@ def start_owner_tray(
     return OwnerTray(controller, view, asyncio.Event())
 
 
-def try_start_owner_tray(link: AgentLink, gateway_url: str) -> OwnerTray | None:
+def try_start_owner_tray(
+    link: AgentLink,
+    gateway_url: str,
+    *,
+    on_display_power: Callable[[bool], None] | None = None,
+) -> OwnerTray | None:
     """`start_owner_tray`, or None when no tray can be drawn here (logged): the agent
     serves on without it, and the console stays the owner's way to end a session."""
     try:
-        return start_owner_tray(link, gateway_url)
+        return start_owner_tray(link, gateway_url, on_display_power=on_display_power)
     except Exception as exc:
         _log.error("the tray icon could not start (end sessions from the console): %s", exc)
         return None

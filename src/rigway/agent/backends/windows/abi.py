@@ -48,6 +48,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "tray",
     "toplevel",
     "desktop_state",
+    "notify_icon",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]

@@ -13,9 +13,10 @@ or resume the rig's API access, or open the console, without going through the A
                                    both while the state is not known yet
               Open console         the gateway's /console in the browser
 
-`TrayController` lives on the agent's event loop. The binding (`_tray.py`, pystray)
-calls `on_menu` from its own thread, and the controller hands each action to the loop
-with `loop.call_soon_threadsafe`; it pushes what to show through the `TrayView` port.
+`TrayController` lives on the agent's event loop. The binding (`_tray.py`, over
+Shell_NotifyIconW; its Win32 side in `notify_icon.py`) calls `on_menu` from its own
+thread, and the controller hands each action to the loop with
+`loop.call_soon_threadsafe`; it pushes what to show through the `TrayView` port.
 The agent's state is polled (`run`): the dispatcher has no change notification, and a
 second's lag on a tray icon harms nobody.
 """
@@ -57,8 +58,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-# The notification icon's callback carries the mouse message in lParam; the binding
-# builds the menu afresh on a right-button release, just before it is shown.
+# The notification icon's callback carries the mouse message in lParam. The binding asks
+# for version 4 callbacks and opens the menu on the WM_CONTEXTMENU that follows this
+# release (`notify_icon.classify_message`), building it afresh just before it is shown.
 WM_RBUTTONUP = 0x0205
 ICON_SIZE_PX = 64
 POLL_INTERVAL_S = 1.0
