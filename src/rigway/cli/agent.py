@@ -263,9 +263,16 @@ async def _serve(
         if self_update is not None:
             self_update.start(link, stop)
         if settings.backend == "windows":
+            from rigway.agent.backends.windows.desktop import WindowsDesktop
             from rigway.agent.owner_tray import try_start_owner_tray
 
-            tray = try_start_owner_tray(link, settings.gateway_url)
+            tray = try_start_owner_tray(
+                link,
+                settings.gateway_url,
+                on_display_power=(
+                    desktop.note_display_power if isinstance(desktop, WindowsDesktop) else None
+                ),
+            )
             if tray is not None:
                 trays.append(tray)
         if not hasattr(asyncio, "start_unix_server"):

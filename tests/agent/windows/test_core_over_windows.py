@@ -175,3 +175,16 @@ async def test_session_end_releases_kills_and_closes_only_its_windows(core: Core
     assert core.rig.input_port.keys_down == []
     assert not core.rig.is_window_open(session_window)
     assert core.rig.is_window_open(local_window)
+
+
+async def test_input_while_the_display_is_off_is_refused(core: Core) -> None:
+    # What the tray's window hears from Windows (GUID_CONSOLE_DISPLAY_STATE: off).
+    core.rig.windows_desktop.note_display_power(False)
+
+    error = await core.error(ops.INPUT_BATCH, events=[{"type": "mouse_move", "x": 1, "y": 1}])
+
+    assert (error.code, error.detail) == (ops.ERROR_DESKTOP_UNAVAILABLE, "no_display")
+    core.rig.windows_desktop.note_display_power(True)
+    assert (await core.call(ops.INPUT_BATCH, events=[{"type": "mouse_move", "x": 1, "y": 1}]))[
+        "count"
+    ] == 1

@@ -102,6 +102,10 @@ class WindowsDesktop:
     def desktop_state(self) -> DesktopState:
         return self._state.desktop_state()
 
+    def note_display_power(self, is_on: bool) -> None:
+        """For the tray's window, which Windows tells when the display goes off or on."""
+        self._state.note_display_power(is_on)
+
     def close(self) -> None:
         """Release held input first (the owner's keyboard must never stay stuck), then
         the platform objects; one failing close does not skip the others."""

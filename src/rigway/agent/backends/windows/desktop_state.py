@@ -292,11 +292,11 @@ class WindowsDesktopState:
         self._session_id = self._read(port.own_session_id)
         self._os_version = self._read(port.os_version)
 
-    def note_display_power(self, on: bool) -> None:
+    def note_display_power(self, is_on: bool) -> None:
         """The session's display went on or off (the tray window receives
         WM_POWERBROADCAST/PBT_POWERSETTINGCHANGE; see `display_is_on`)."""
         with self._lock:
-            self._display_on = on
+            self._display_on = is_on
 
     def signals(self) -> StateSignals:
         name, error = self._read(self._port.input_desktop_name) or (None, None)

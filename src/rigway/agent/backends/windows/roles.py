@@ -91,4 +91,9 @@ class StateRole(Protocol):
 
     def desktop_state(self) -> DesktopState: ...
 
+    def note_display_power(self, is_on: bool) -> None:
+        """The display went off or on (told by the tray's window, which receives the
+        power notifications; the state role has no window of its own)."""
+        ...
+
     def close(self) -> None: ...
