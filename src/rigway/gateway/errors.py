@@ -11,6 +11,7 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
     ├── NotFound                  404 <thing>_not_found
     ├── Conflict                  409 rig_offline / rig_busy / webhook_limit / wake_unavailable
     │                                 / desktop_unavailable: <state> (input refused, nothing ran)
+    │                                 / frame_expired (a frame id unknown or forgotten)
     ├── SessionEnded              410 session_ended
     ├── RateLimited               429 rate_limited / concurrency_limit (+ headers)
     ├── HostError                 502 host_error
@@ -121,6 +122,12 @@ def session_not_found() -> NotFound:
 def desktop_unavailable(state: str) -> Conflict:
     """Input refused while the desktop is not "normal"; the detail is its state."""
     return Conflict(state, code="desktop_unavailable")
+
+
+def frame_expired(frame_id: str) -> Conflict:
+    """A frame id this session was never shown, or one too old to be kept (the last
+    frames of a session are): the caller takes a fresh screenshot or observe."""
+    return Conflict(f"frame {frame_id} is unknown or no longer kept", code="frame_expired")
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:

@@ -19,7 +19,8 @@ _DESCRIPTIONS = {
     404: "not found (or another account's)",
     409: (
         "conflict: rig_offline / rig_busy / webhook_limit / wake_unavailable / "
-        "desktop_unavailable: <state> (input while the desktop is locked, …)"
+        "desktop_unavailable: <state> (input while the desktop is locked, …) / "
+        "frame_expired (a frame id unknown or no longer kept)"
     ),
     410: "session_ended",
     413: "request body too large",
