@@ -23,13 +23,16 @@ lint: setup
 	.venv/bin/ruff format --check src tests bench examples
 	.venv/bin/lint-imports
 
-# The last run checks the Windows backend as Windows sees it: its binding modules, which
-# the Linux runs skip (their top-level `assert sys.platform == "win32"`), are checked there.
+# The last run checks the Windows backend, and the launcher's Windows path, as Windows sees
+# them: their binding modules, which the Linux runs skip (their top-level
+# `assert sys.platform == "win32"`), and their `sys.platform == "win32"` branches.
 typecheck: setup
 	.venv/bin/mypy
 	.venv/bin/mypy examples
 	.venv/bin/mypy --strict tests bench
-	.venv/bin/mypy --strict --platform win32 --follow-imports=silent -p rigway.agent.backends.windows
+	.venv/bin/mypy --strict --platform win32 --follow-imports=silent -p rigway.agent.backends.windows \
+	  -m rigway.agent.launcher -m rigway.agent._launcher_windows -m rigway.agent.install \
+	  -m rigway.cli.agent
 
 # On SQLite (the default store), whatever RIGWAY_TEST_DATABASE_URL says.
 unit: setup

@@ -6,9 +6,10 @@ pointer names now; a stop reaches the child."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rigway.agent.install_root import InstallRoot, Pointer
-from rigway.agent.launcher import Launcher, LaunchSettings, agent_command
+from rigway.agent.launcher import Launcher, LaunchSettings, PosixChildControl, agent_command
 from tests.support.tiny_release import FAILS, HEALTHY, SILENT, build_wheel, restarts_into
 
 WAIT_S = 15.0
@@ -155,3 +156,43 @@ def test_child_command_keeps_the_working_directory_off_sys_path(tmp_path: Path) 
 def test_launch_settings_refuse_a_trial_timeout_of_zero(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="trial_timeout_s"):
         LaunchSettings(tmp_path, trial_timeout_s=0)
+
+
+class _ExitedChild:
+    """A child that has already exited with `code`."""
+
+    def __init__(self, code: int) -> None:
+        self.pid = 4242
+        self.code = code
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.code
+
+    def send_signal(self, sig: int) -> None:
+        raise AssertionError("an exited child is sent nothing")
+
+    def kill(self) -> None:
+        raise AssertionError("an exited child is not killed")
+
+
+def test_fresh_install_root_runs_the_base_installation(tmp_path: Path) -> None:
+    # `agent install` seeds nothing: with no version installed the launcher runs the
+    # installation it runs from itself.
+    installs = InstallRoot(tmp_path / "fresh")
+    started: list[tuple[list[str], dict[str, str], int]] = []
+
+    def spawn(command: Sequence[str], env: Mapping[str, str], flags: int) -> _ExitedChild:
+        started.append((list(command), dict(env), flags))
+        return _ExitedChild(0)
+
+    settings = LaunchSettings(installs.root, ("--gateway", "http://gw.invalid"))
+    code = Launcher(settings, installs, PosixChildControl(spawn)).run()
+    ((command, env, flags),) = started
+    assert code == 0
+    assert command == agent_command(settings, installs)
+    assert env.get("PYTHONPATH") == os.environ.get("PYTHONPATH")
+    assert flags == 0
+    assert installs.pointer() == Pointer()

@@ -305,13 +305,22 @@ async def _serve(
 
 
 def stop_on_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
-    """Set `stop` on SIGINT or SIGTERM. Windows' proactor loop has no signal handlers:
-    there Python's own handler (main thread) hands the event to the loop."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    """Set `stop` on SIGINT or SIGTERM, and on Windows on SIGBREAK: the CTRL_BREAK_EVENT
+    `rigway agent launch` stops its child with (no signal reaches another process
+    there). Windows' proactor loop has no signal handlers: there Python's own handler
+    (main thread) hands the event to the loop."""
+    for signum in _stop_signals():
         try:
             loop.add_signal_handler(signum, stop.set)
         except NotImplementedError:
             signal.signal(signum, lambda _signum, _frame: loop.call_soon_threadsafe(stop.set))
+
+
+def _stop_signals() -> tuple[int, ...]:
+    signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)
+    if sys.platform == "win32":
+        signals += (signal.SIGBREAK,)
+    return signals
 
 
 @agent_app.command("kill")
