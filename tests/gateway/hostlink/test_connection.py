@@ -184,3 +184,41 @@ async def test_a_failing_reply_callback_leaves_the_reply_and_the_link(
     assert connection.is_open
     await connection.close()
     await serving
+
+
+async def test_a_failed_reply_carries_its_body_to_the_caller() -> None:
+    socket = HearingHostSocket()
+    connection = _connection(socket)
+    serving = asyncio.create_task(connection.serve())
+    request = asyncio.create_task(connection.request("input/batch", {}, 5.0))
+    stopped = {"events": [], "stopped_at": 0, "rects": []}
+    socket.deliver(
+        encode_text(
+            {
+                "t": "res",
+                "id": await _sent_request_id(socket, 1),
+                "ok": False,
+                "error": {"code": "target_gone", "detail": "t_1 is gone"},
+                "body": stopped,
+            }
+        )
+    )
+    with pytest.raises(HostOpError) as failed:
+        await request
+    assert (failed.value.code, failed.value.detail, failed.value.body) == (
+        "target_gone",
+        "t_1 is gone",
+        stopped,
+    )
+    request = asyncio.create_task(connection.request("input/batch", {}, 5.0))
+    error = {"code": "host_error", "detail": "no"}
+    socket.deliver(
+        encode_text(
+            {"t": "res", "id": await _sent_request_id(socket, 2), "ok": False, "error": error}
+        )
+    )
+    with pytest.raises(HostOpError) as bodiless:
+        await request
+    assert bodiless.value.body == {}  # an agent that sends none
+    await connection.close()
+    await serving

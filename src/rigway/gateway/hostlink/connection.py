@@ -49,12 +49,15 @@ class HostUnavailableError(Exception):
 
 
 class HostOpError(Exception):
-    """The host answered with an error."""
+    """The host answered with an error. `body` is the failed reply's own body (an
+    input batch stopped on the host says there what ran: `ops.InputStopped`); empty
+    when it sent none. Untrusted, as every reply."""
 
-    def __init__(self, code: str, detail: str) -> None:
+    def __init__(self, code: str, detail: str, body: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
+        self.body: dict[str, Any] = {} if body is None else body
 
 
 class HostConnection:
@@ -223,7 +226,7 @@ class HostConnection:
         else:
             error = reply.error
             code, detail = (error.code, error.detail) if error is not None else ("host_error", "")
-            waiter.set_exception(HostOpError(code, detail))
+            waiter.set_exception(HostOpError(code, detail, reply.body))
 
     def _on_note(self, note: Note) -> None:
         if note.op == ops.DESKTOP_STATE:
