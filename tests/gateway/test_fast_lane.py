@@ -143,7 +143,8 @@ async def _both(
 
 def _same_answer(lane: httpx2.Response, route: httpx2.Response, status: int = 200) -> None:
     assert lane.status_code == route.status_code == status, lane.text
-    ignored = {"date", "x-request-id", "server-timing", "content-length"}
+    # Each screenshot names a frame of its own.
+    ignored = {"date", "x-request-id", "server-timing", "content-length", "x-frame-id"}
     assert {k: v for k, v in lane.headers.items() if k not in ignored} == {
         k: v for k, v in route.headers.items() if k not in ignored
     }
@@ -157,6 +158,9 @@ async def test_a_screenshot_is_the_same_either_way(stack: Stack) -> None:
     lane, route = await _both(stack, f"/v1/sessions/{session_id}/screenshot", {"max_width": 640})
     _same_answer(lane, route)
     assert lane.headers["x-screenshot-width"] == "640"
+    assert lane.headers["x-frame-id"].startswith("frm_")
+    assert route.headers["x-frame-id"].startswith("frm_")
+    assert lane.headers["x-frame-id"] != route.headers["x-frame-id"]
 
 
 async def test_errors_are_the_same_either_way(stack: Stack) -> None:
@@ -228,6 +232,7 @@ async def test_the_lane_answers_from_the_hosts_reply_under_the_gateways_server(
     route = await stack.client.get(url, params={"max_width": 640, **VIA_ROUTE})
     _same_answer(early, route)
     assert early.content[:2] == b"\xff\xd8"
+    assert early.headers["x-frame-id"].startswith("frm_")  # the frame rides the early answer
     assert len(early.content) == int(early.headers["content-length"])
     missing = await stack.client.get("/v1/sessions/ses_000000000000000000000000/screenshot")
     assert missing.status_code == 404  # errors still go the ASGI way

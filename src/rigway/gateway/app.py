@@ -30,6 +30,7 @@ from rigway.gateway.console.routes import router as console_router
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
 from rigway.gateway.desktop.body_limit import input_body_limit
 from rigway.gateway.desktop.fast_lane import ScreenshotFastLane
+from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.routes import send_input
 from rigway.gateway.desktop.service import DesktopService
@@ -104,6 +105,12 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     sessions.on_events_written = dispatcher.notify
     stream = StreamService(sessions.live, registry, settings, clock)
     sessions.on_session_ended.append(stream.on_session_ended)
+    frames = FrameRegistry()
+
+    async def forget_frames(session_id: str) -> None:
+        frames.forget_session(session_id)
+
+    sessions.on_session_ended.append(forget_frames)
     return Services(
         settings=settings,
         clock=clock,
@@ -117,7 +124,8 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         rigs=rigs,
         sessions=sessions,
         timers=SessionTimers(sessions, settings),
-        desktop=DesktopService(sessions, registry, settings),
+        desktop=DesktopService(sessions, registry, settings, frames),
+        frames=frames,
         console_tokens=console_tokens,
         identity=identity,
         webhooks=WebhookService(

@@ -14,6 +14,7 @@ from rigway.gateway.accounts.service import AccountService
 from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
 from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier
 from rigway.gateway.clock import Clock
+from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
@@ -44,6 +45,7 @@ class Services:
     sessions: SessionService
     timers: SessionTimers
     desktop: DesktopService
+    frames: FrameRegistry
     console_tokens: ConsoleTokenVerifier
     identity: IdentityProvider | None
     webhooks: WebhookService

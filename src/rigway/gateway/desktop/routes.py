@@ -74,10 +74,21 @@ async def _live(request: Request, session_id: str, caller: ApiPrincipal, scope: 
     return await services_of(request).sessions.require_live(caller.account_id, session_id)
 
 
+_FRAME_ID_HEADER = {
+    "X-Frame-Id": {
+        "description": "The frame this image shows: input may give points in its pixels",
+        "schema": {"type": "string"},
+    }
+}
+
+
 @router.get(
     "/v1/sessions/{session_id}/screenshot",
     response_class=Response,
-    responses={200: {"content": {"image/jpeg": {}}, "description": "JPEG"}, **_SCREEN_ERRORS},
+    responses={
+        200: {"content": {"image/jpeg": {}}, "description": "JPEG", "headers": _FRAME_ID_HEADER},
+        **_SCREEN_ERRORS,
+    },
 )
 async def screenshot(
     request: Request, session_id: str, caller: ApiCaller, screen: Screen
@@ -104,7 +115,9 @@ def screenshot_headers(shot: Screenshot) -> list[tuple[bytes, bytes]]:
         f"host-jpeg;dur={reply.host_jpeg_ms:.2f}{_CACHED if reply.cached else ''}"
         f", link;dur={shot.link_ms:.2f}"
     )
+    frame = [] if shot.frame is None else [(b"x-frame-id", shot.frame.frame_id.encode())]
     return [
+        *frame,
         (b"x-screenshot-width", b"%d" % reply.width),
         (b"x-screenshot-height", b"%d" % reply.height),
         (b"x-screenshot-native-width", b"%d" % reply.native_width),

@@ -207,6 +207,8 @@ class ObserveOut(BaseModel):
     native_width: int
     native_height: int
     timestamp: int
+    # The frame the image shows (input may point into it); null with image=0.
+    frame_id: str | None
     jpeg_base64: str | None = None
     dirty: DirtyTakeOut
     changed: bool

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from rigway.gateway.desktop.frames import Frame, FrameRegistry
 from rigway.gateway.desktop.schemas import (
     DirtyOut,
     DirtyTakeOut,
@@ -81,6 +82,8 @@ class Screenshot:
     jpeg: memoryview  # into the host's frame: written to the response without a copy
     reply: ops.ScreenCaptured
     link_ms: float
+    # What the API caller was shown (`X-Frame-Id`); None for the owner's console peek.
+    frame: Frame | None = None
 
 
 def _host_error(exc: Exception, what: str) -> ApiError:
@@ -128,11 +131,17 @@ def _ms(seconds: float) -> int:
 
 class DesktopService:
     def __init__(
-        self, sessions: SessionService, registry: HostRegistry, settings: GatewaySettings
+        self,
+        sessions: SessionService,
+        registry: HostRegistry,
+        settings: GatewaySettings,
+        frames: FrameRegistry,
     ) -> None:
         self._sessions = sessions
         self._registry = registry
         self._settings = settings
+        # Every image the API caller is shown, by frame id: input maps through these.
+        self.frames = frames
 
     async def _call(
         self,
@@ -180,7 +189,8 @@ class DesktopService:
         on_shot: Callable[[Screenshot], None] | None = None,
     ) -> Screenshot:
         """`counts_as_activity=False` for the owner's console peek: only the API
-        caller's own screenshots, observes and input keep a session alive.
+        caller's own screenshots, observes and input keep a session alive, and only
+        those are remembered as frames (`Screenshot.frame`).
 
         `on_shot`, when given, gets the screenshot by a plain call as the host's reply
         is read, before this coroutine resumes: the fast lane answers its HTTP request
@@ -202,7 +212,9 @@ class DesktopService:
                 captured = ops.ScreenCaptured.model_validate(reply.body)
             except ValidationError:
                 return  # the 502 below, from this coroutine
-            shot = Screenshot(reply.payload, captured, (time.perf_counter() - started) * 1000)
+            link_ms = (time.perf_counter() - started) * 1000
+            frame = self._remember(live, params, captured) if counts_as_activity else None
+            shot = Screenshot(reply.payload, captured, link_ms, frame)
             if on_shot is not None:
                 on_shot(shot)
 
@@ -211,10 +223,36 @@ class DesktopService:
         )
         if counts_as_activity:
             self._sessions.record_activity(live)
+            if self._sessions.live.get(live.id) is None:
+                # It ended while the host answered, after its frames were forgotten:
+                # the one just remembered must not outlive it.
+                self.frames.forget_session(live.id)
         if shot is None:  # `take` could not read it: `_parse_reply` says why, as a 502
             link_ms = (time.perf_counter() - started) * 1000
             shot = Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
         return shot
+
+    def _remember(
+        self, live: LiveSession, params: ScreenParams, captured: ops.ScreenCaptured
+    ) -> Frame | None:
+        """The frame the caller is shown: the region asked for, or the whole desktop as
+        the host measured it when it grabbed."""
+        region = params.region
+        shown = (
+            (0, 0, captured.native_width, captured.native_height)
+            if region is None
+            else (region.x, region.y, region.w, region.h)
+        )
+        try:
+            return self.frames.remember(
+                live.id,
+                region=shown,
+                image_width=captured.width,
+                image_height=captured.height,
+                damage_mark=captured.damage_mark,
+            )
+        except ValueError:
+            return None  # an empty image (a broken host): nothing to point into
 
     async def dirty(self, live: LiveSession) -> DirtyOut:
         """On its own a dirty read gets the deadline of "other" operations (10 s by
@@ -421,6 +459,7 @@ def _observe_result(
     native_w = dirty.width
     native_h = dirty.height
     width, height, marked, jpeg_b64 = native_w, native_h, False, None
+    frame_id: str | None = None  # only an image names a frame
     host_jpeg_ms: int | None = None
     screenshot_s = 0.0
     if shot_leg is not None:
@@ -428,12 +467,14 @@ def _observe_result(
         width, height, marked = shot.reply.width, shot.reply.height, shot.reply.marked
         host_jpeg_ms = round(shot.reply.host_jpeg_ms)
         jpeg_b64 = base64.b64encode(shot.jpeg).decode()
+        frame_id = None if shot.frame is None else shot.frame.frame_id
     return ObserveOut(
         width=width,
         height=height,
         native_width=native_w,
         native_height=native_h,
         timestamp=int(time.time() * 1000),
+        frame_id=frame_id,
         jpeg_base64=jpeg_b64,
         dirty=DirtyTakeOut(width=dirty.width, height=dirty.height, rects=dirty.rects),
         changed=bool(dirty.rects) or not dirty.available,

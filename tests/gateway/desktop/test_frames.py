@@ -1,0 +1,180 @@
+"""The frame registry: what a frame id maps to, how many a session keeps, and that one
+session never reaches another's frames."""
+
+from __future__ import annotations
+
+import pytest
+
+from rigway.gateway.desktop.frames import Frame, FrameRegistry
+
+WHOLE_DESKTOP = (0, 0, 1920, 1080)
+
+
+def _remember(
+    frames: FrameRegistry,
+    session_id: str = "ses_a",
+    *,
+    region: tuple[int, int, int, int] = WHOLE_DESKTOP,
+    image: tuple[int, int] = (1920, 1080),
+    damage_mark: int = 0,
+) -> Frame:
+    return frames.remember(
+        session_id,
+        region=region,
+        image_width=image[0],
+        image_height=image[1],
+        damage_mark=damage_mark,
+    )
+
+
+def test_a_remembered_frame_is_found_by_its_id_with_what_it_showed() -> None:
+    frames = FrameRegistry()
+    frame = _remember(frames, region=(10, 20, 300, 200), image=(150, 100), damage_mark=7)
+    assert frames.get("ses_a", frame.frame_id) == frame
+    assert frame.region == (10, 20, 300, 200)
+    assert (frame.image_width, frame.image_height, frame.damage_mark) == (150, 100, 7)
+
+
+def test_frame_ids_are_new_each_time_and_unguessable() -> None:
+    frames = FrameRegistry()
+    ids = {_remember(frames).frame_id for _ in range(20)}
+    assert len(ids) == 20
+    assert all(i.startswith("frm_") and len(i) >= 4 + 24 for i in ids)
+
+
+def test_an_unknown_id_is_none() -> None:
+    frames = FrameRegistry()
+    _remember(frames)
+    assert frames.get("ses_a", "frm_000000000000000000000000") is None
+    assert frames.get("ses_never", "frm_000000000000000000000000") is None
+
+
+def test_another_sessions_frame_id_is_none() -> None:
+    frames = FrameRegistry()
+    mine = _remember(frames, "ses_a")
+    theirs = _remember(frames, "ses_b")
+    assert frames.get("ses_a", theirs.frame_id) is None
+    assert frames.get("ses_b", mine.frame_id) is None
+    assert frames.get("ses_b", theirs.frame_id) == theirs
+
+
+def test_a_session_keeps_only_its_last_frames() -> None:
+    frames = FrameRegistry(per_session=3)
+    made = [_remember(frames) for _ in range(5)]
+    assert [frames.get("ses_a", f.frame_id) for f in made[:2]] == [None, None]
+    assert all(frames.get("ses_a", f.frame_id) == f for f in made[2:])
+
+
+def test_the_default_keeps_more_than_the_sixteen_frames_promised() -> None:
+    frames = FrameRegistry()
+    made = [_remember(frames) for _ in range(17)]
+    assert frames.get("ses_a", made[0].frame_id) == made[0]
+
+
+def test_a_frame_in_use_outlives_newer_frames_nobody_used() -> None:
+    frames = FrameRegistry(per_session=2)
+    used = _remember(frames)
+    unused = _remember(frames)
+    assert frames.get("ses_a", used.frame_id) == used
+    _remember(frames)
+    assert frames.get("ses_a", used.frame_id) == used
+    assert frames.get("ses_a", unused.frame_id) is None
+
+
+def test_one_sessions_frames_never_push_out_anothers() -> None:
+    frames = FrameRegistry(per_session=2)
+    kept = _remember(frames, "ses_a")
+    for _ in range(10):
+        _remember(frames, "ses_b")
+    assert frames.get("ses_a", kept.frame_id) == kept
+
+
+def test_a_forgotten_session_has_no_frames_left() -> None:
+    frames = FrameRegistry()
+    gone = _remember(frames, "ses_a")
+    stays = _remember(frames, "ses_b")
+    frames.forget_session("ses_a")
+    frames.forget_session("ses_never")  # forgetting nothing is fine
+    assert frames.get("ses_a", gone.frame_id) is None
+    assert frames.get("ses_b", stays.frame_id) == stays
+    assert len(frames) == 1
+
+
+@pytest.mark.parametrize("per_session", [0, -1])
+def test_a_registry_that_keeps_nothing_is_refused(per_session: int) -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        FrameRegistry(per_session=per_session)
+
+
+@pytest.mark.parametrize(
+    ("region", "image"), [((0, 0, 0, 10), (10, 10)), (WHOLE_DESKTOP, (0, 540))]
+)
+def test_a_frame_of_no_pixels_is_refused(
+    region: tuple[int, int, int, int], image: tuple[int, int]
+) -> None:
+    with pytest.raises(ValueError, match="at least one pixel"):
+        _remember(FrameRegistry(), region=region, image=image)
+
+
+# ---- image pixels to native pixels ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("point", "native"),
+    [((0, 0), (0, 0)), ((640, 360), (640, 360)), ((1919, 1079), (1919, 1079))],
+)
+def test_a_full_size_shot_maps_every_pixel_to_itself(
+    point: tuple[int, int], native: tuple[int, int]
+) -> None:
+    frame = _remember(FrameRegistry())
+    assert frame.to_native(*point) == native
+
+
+@pytest.mark.parametrize(
+    ("point", "native"),
+    [
+        ((0, 0), (0, 0)),
+        ((640, 360), (960, 540)),
+        ((100, 50), (150, 75)),
+        ((1279, 719), (1918, 1078)),
+    ],
+)
+def test_a_downscaled_desktop_shot_scales_points_up(
+    point: tuple[int, int], native: tuple[int, int]
+) -> None:
+    frame = _remember(FrameRegistry(), image=(1280, 720))  # max_width=1280: 1.5x
+    assert frame.to_native(*point) == native
+
+
+@pytest.mark.parametrize(
+    ("point", "native"),
+    [((0, 0), (400, 300)), ((99, 49), (499, 349)), ((50, 25), (450, 325))],
+)
+def test_a_region_shot_offsets_points_by_its_origin(
+    point: tuple[int, int], native: tuple[int, int]
+) -> None:
+    frame = _remember(FrameRegistry(), region=(400, 300, 100, 50), image=(100, 50))
+    assert frame.to_native(*point) == native
+
+
+def test_a_downscaled_region_shot_scales_then_offsets() -> None:
+    frame = _remember(FrameRegistry(), region=(1000, 200, 800, 400), image=(400, 200))
+    assert frame.to_native(0, 0) == (1000, 200)
+    assert frame.to_native(200, 100) == (1400, 400)
+    assert frame.to_native(399, 199) == (1798, 598)
+
+
+@pytest.mark.parametrize(
+    ("point", "native"),
+    [
+        ((-5, 10), (400, 310)),
+        ((5000, 10), (499, 310)),
+        ((10, 9999), (410, 349)),
+        ((-1, -1), (400, 300)),
+    ],
+)
+def test_a_point_off_the_image_is_clamped_into_the_region(
+    point: tuple[int, int], native: tuple[int, int]
+) -> None:
+    frame = _remember(FrameRegistry(), region=(400, 300, 100, 50), image=(100, 50))
+    assert frame.to_native(*point) == native
