@@ -119,7 +119,7 @@ async def test_input_runs_again_once_normal(rig: Rig) -> None:
     rig.desktop.set_desktop_state("screensaver")
     await rig.refusal(events=CLICK)
     rig.desktop.set_desktop_state("normal")
-    assert await rig.call(ops.INPUT_BATCH, events=CLICK) == {"count": 2}
+    assert (await rig.call(ops.INPUT_BATCH, events=CLICK))["count"] == 2
     assert rig.desktop.calls[-1] == ("type", "hi")
 
 

@@ -284,7 +284,11 @@ async def test_input_counts_events(started: Rig) -> None:
     reply = await started.call(
         ops.INPUT_BATCH, session_id="s1", events=[{"type": "mouse_click", "x": 0, "y": 0}] * 3
     )
-    assert reply == {"count": 3}
+    assert reply["count"] == 3
+    assert [(e["index"], e["type"], e["ok"], e["x"], e["y"]) for e in reply["events"]] == [
+        (i, "mouse_click", True, 0, 0) for i in range(3)
+    ]
+    assert reply["settle"] is None
 
 
 async def test_launch_error_is_invalid_request(started: Rig) -> None:

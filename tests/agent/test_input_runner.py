@@ -11,6 +11,7 @@ from rigway.agent.input_runner import (
     InputEventError,
     InputInterruptedError,
     run_batch,
+    run_event,
 )
 from rigway.agent.safety import InputGuard
 from rigway.protocol.ops import InputEvent
@@ -171,3 +172,57 @@ def test_an_interrupt_stops_long_text_between_chunks() -> None:
     with pytest.raises(InputInterruptedError):
         run_batch(guard, events, epoch=guard.epoch)
     assert desktop.calls == [("type", "a" * TYPE_CHUNK_CHARS)]
+
+
+def test_mouse_down_and_up_move_first_and_hold_between() -> None:
+    desktop = FakeDesktop()
+    guard = InputGuard(desktop)
+    run_batch(guard, _events({"type": "mouse_down", "x": 3, "y": 4}), epoch=guard.epoch)
+    held_between = guard.held_buttons
+    run_batch(
+        guard, _events({"type": "mouse_up", "x": 7, "y": 8, "button": "left"}), epoch=guard.epoch
+    )
+    assert held_between == ("left",)
+    assert guard.held_buttons == ()
+    assert desktop.calls == [
+        ("move", 3, 4),
+        ("button", "left", True),
+        ("move", 7, 8),
+        ("button", "left", False),
+    ]
+
+
+def test_a_point_given_to_run_event_replaces_the_events_own() -> None:
+    desktop = FakeDesktop()
+    guard = InputGuard(desktop)
+    (click,) = _events({"type": "mouse_click", "button": "middle"})
+    run_event(guard, click, index=0, epoch=guard.epoch, point=(30, 40))
+    assert desktop.calls == [
+        ("move", 30, 40),
+        ("button", "middle", True),
+        ("button", "middle", False),
+    ]
+
+
+def test_releasing_buttons_leaves_held_keys_alone() -> None:
+    desktop = FakeDesktop()
+    guard = InputGuard(desktop)
+    events = _events(
+        {"type": "key_down", "key": "shift"},
+        {"type": "mouse_down", "button": "right"},
+        {"type": "mouse_down"},
+    )
+    run_batch(guard, events, epoch=guard.epoch)
+    assert guard.release_buttons() == ["mouse_left", "mouse_right"]
+    assert guard.held_buttons == ()
+    assert guard.held_keys == ("shift",)
+
+
+def test_a_button_that_would_not_release_is_tried_again() -> None:
+    desktop = FakeDesktop()
+    guard = InputGuard(desktop)
+    run_batch(guard, _events({"type": "mouse_down"}), epoch=guard.epoch)
+    desktop.fail_releases.add("button:left")
+    assert guard.release_buttons() == []
+    desktop.fail_releases.clear()
+    assert guard.release_all() == ["mouse_left"]

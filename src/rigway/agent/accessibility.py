@@ -58,6 +58,12 @@ class AccessibilityService:
         # walk the other caller of the same observe is waiting on.
         return await asyncio.shield(walk)
 
+    async def fresh_snapshot(self) -> ops.TargetSnapshot:
+        """A walk begun now, never one already in flight: a target-bound input event
+        acts where its control is after the events before it ran, and a walk begun
+        earlier may show it where it was."""
+        return await self._walk()
+
     def _forget(self, walk: asyncio.Future[ops.TargetSnapshot]) -> None:
         if self._in_flight is walk:
             self._in_flight = None

@@ -25,6 +25,7 @@ __all__ = [
     "DesktopStateReporter",
     "DesktopUnavailableError",
     "read_desktop_state",
+    "require_drivable",
     "run_batch_if_drivable",
 ]
 
@@ -64,12 +65,19 @@ def run_batch_if_drivable(
     """`run_batch`, on the input worker, only while the desktop is "normal".
 
     Otherwise no event is sent and `DesktopUnavailableError` is raised, after releasing
-    what an earlier `key_down` still holds: a modifier held through a lock would
-    corrupt the password typed into the lock screen, and follow the user back in."""
+    what an earlier `key_down` still holds (`require_drivable`)."""
+    require_drivable(desktop, guard)
+    return run_batch(guard, events, epoch=epoch)
+
+
+def require_drivable(desktop: Desktop, guard: InputGuard) -> None:
+    """On the input worker, before a batch sends anything: `DesktopUnavailableError`
+    unless the desktop is "normal", after releasing every held key and button: a
+    modifier held through a lock would corrupt the password typed into the lock
+    screen, and follow the user back in."""
     state = read_desktop_state(desktop)
     if state != "normal":
         raise DesktopUnavailableError(state, guard.release_all())
-    return run_batch(guard, events, epoch=epoch)
 
 
 class DesktopStateReporter:

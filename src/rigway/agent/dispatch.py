@@ -14,8 +14,13 @@ ends, before `handle` returns; the link then sends nothing more for it. Errors:
       desktop_unavailable  an input batch while the desktop is not "normal" (locked, a
                         secure desktop, the screen saver, …): nothing of it ran, held
                         input was released; the detail is the state
+      target_gone, expectation_failed, stale_frame  an input batch stopped (or, for
+                        stale_frame, refused) on the host (`rigway.agent.act`)
       host_error        anything that failed on the host (an input event, the backend,
                         streaming without the `stream` extra installed)
+
+A stopped input batch's error carries a body (`InputStopped`: the receipts of what ran,
+where it stopped, the changed rectangles), which the link sends in the failed reply.
       unknown_op        an op this agent does not know
 
 One session at a time. Session start and end (and the local ends after a lost link)
@@ -37,11 +42,10 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.act import ActService, BatchStoppedError
 from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
 from rigway.agent.backends.base import Desktop, Rect
-from rigway.agent.desktop_state import DesktopUnavailableError, run_batch_if_drivable
 from rigway.agent.imaging import Mark
-from rigway.agent.input_runner import InputEventError, InputInterruptedError
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import (
     CapturedFrame,
@@ -86,10 +90,14 @@ _Handler = Callable[[dict[str, Any], Responder | None], Awaitable[Reply]]
 
 
 class HostOpError(Exception):
-    def __init__(self, code: str, detail: str = "") -> None:
+    """A failed reply: `code`, `detail`, and `body` when the failure has a shape of its
+    own (a stopped input batch's `InputStopped`), sent as the reply's "body"."""
+
+    def __init__(self, code: str, detail: str = "", body: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {detail}" if detail else code)
         self.code = code
         self.detail = detail
+        self.body = body
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +134,7 @@ class Dispatcher:
         self._input_executor: Executor = (
             SerialWorker("rigway-input") if input_executor is None else input_executor
         )
+        self._act = ActService(desktop, screen, accessibility, guard, self._input_executor)
         self._session: _Session | None = None
         self._lifecycle_lock = asyncio.Lock()
         self._lifecycle_tasks: set[asyncio.Task[Any]] = set()
@@ -188,7 +197,7 @@ class Dispatcher:
     def on_link_lost(self) -> asyncio.Future[list[str]]:
         """Stop any running batch and release held input at once; the session (apps,
         windows) survives until the grace period ends or the gateway says it ended."""
-        self._guard.interrupt()
+        self._act.interrupt()
         return asyncio.wrap_future(self._input_executor.submit(self._guard.release_all))
 
     async def end_local_session(self, reason: str, session_id: str | None = None) -> bool:
@@ -256,7 +265,7 @@ class Dispatcher:
         session, self._session = self._session, None
         assert session is not None
         _log.info("ending session %s (%s)", session.session_id, reason)
-        self._guard.interrupt()
+        self._act.interrupt()
         # Input and apps first: they are what a stuck stream must never hold up.
         released = await self._in_input_worker(self._guard.release_all)
         # Which windows are the session's is asked before the kill, while their owners
@@ -387,20 +396,14 @@ class Dispatcher:
     async def _input_batch(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.InputBatch, body)
         self._require_session(request.session_id)
-        # Read now, on the loop: an interrupt after this point stops this batch even if
-        # it has not started on the worker yet.
-        epoch = self._guard.epoch
-        run = partial(
-            run_batch_if_drivable, self._desktop, self._guard, request.events, epoch=epoch
-        )
+        # Accepted now, on the loop: an interrupt after this point stops this batch even
+        # if it has not started on the worker yet.
+        accepted = self._act.accept()
         try:
-            count = await self._in_input_worker(run)
-        except DesktopUnavailableError as exc:
-            _log.info("%s", exc)
-            raise HostOpError(ops.ERROR_DESKTOP_UNAVAILABLE, exc.state) from exc
-        except (InputEventError, InputInterruptedError) as exc:
-            raise HostOpError(ops.ERROR_HOST, str(exc)) from exc
-        return ops.InputDone(count=count).model_dump(), None
+            done = await self._act.run(request, accepted)
+        except BatchStoppedError as exc:
+            raise HostOpError(exc.code, exc.detail, exc.stopped.model_dump()) from exc
+        return done.model_dump(), None
 
     async def _app_launch(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.AppLaunch, body)

@@ -5,6 +5,10 @@ Every press goes through the `InputGuard`, so what is held is always known. A ch
 what it pressed even when a press fails half-way. A failure stops the batch with an
 `InputEventError` naming the event's index; keys deliberately held by an earlier
 `key_down` stay held (the caller asked for that) until `key_up` or `release_all`.
+
+`run_event` runs one event at a point already resolved (a target's centre): the
+act-and-see batch (`rigway.agent.act`) runs its events one at a time, watching the
+screen between them from the event loop. `run_batch` runs a whole list at once.
 """
 
 from __future__ import annotations
@@ -16,7 +20,19 @@ from rigway.agent.safety import InputGuard
 from rigway.protocol import ops
 from rigway.protocol.keys import parse_chord
 
-__all__ = ["TYPE_CHUNK_CHARS", "InputEventError", "InputInterruptedError", "run_batch"]
+__all__ = [
+    "POINTER_EVENTS",
+    "TYPE_CHUNK_CHARS",
+    "InputEventError",
+    "InputInterruptedError",
+    "run_batch",
+    "run_event",
+]
+
+# Events that act at a point (given as x,y or a target), as against keyboard events.
+POINTER_EVENTS: frozenset[str] = frozenset(
+    {"mouse_move", "mouse_click", "mouse_down", "mouse_up", "mouse_scroll"}
+)
 
 # Text is typed this many characters at a time, with an interrupt check between: one
 # event may carry 10,000 characters, which a backend can take seconds to type, and a
@@ -42,22 +58,40 @@ class InputInterruptedError(RuntimeError):
 def run_batch(guard: InputGuard, events: Sequence[ops.InputEvent], *, epoch: int) -> int:
     """Run `events` in order; `epoch` is `guard.epoch` read when the batch was accepted."""
     for index, event in enumerate(events):
-        if guard.is_interrupted(epoch):
-            raise InputInterruptedError(index)
-        try:
-            if event.type == "type_text":
-                _type_text(guard, event.text or "", epoch=epoch, index=index)
-            else:
-                _HANDLERS[event.type](guard, event)
-        except InputInterruptedError:
-            raise
-        except Exception as exc:
-            raise InputEventError(index, event.type, exc) from exc
-        # The pause is the host-side delay the caller asked for after this event; it
-        # ends early on an interrupt so a dropped link never waits out a long batch.
-        if event.delay_ms > 0 and guard.wait_interrupted(event.delay_ms / 1000.0, epoch):
-            raise InputInterruptedError(index + 1)
+        run_event(guard, event, index=index, epoch=epoch)
     return len(events)
+
+
+def run_event(
+    guard: InputGuard,
+    event: ops.InputEvent,
+    *,
+    index: int,
+    epoch: int,
+    point: tuple[int, int] | None = None,
+) -> None:
+    """Run one event, then its `delay_ms`.
+
+    `point` replaces the event's x,y (a target resolved to native pixels). Raises
+    `InputInterruptedError` when the batch was interrupted before it or during its
+    pause, `InputEventError` when the backend failed."""
+    if guard.is_interrupted(epoch):
+        raise InputInterruptedError(index)
+    if point is not None:
+        event = event.model_copy(update={"x": point[0], "y": point[1]})
+    try:
+        if event.type == "type_text":
+            _type_text(guard, event.text or "", epoch=epoch, index=index)
+        else:
+            _HANDLERS[event.type](guard, event)
+    except InputInterruptedError:
+        raise
+    except Exception as exc:
+        raise InputEventError(index, event.type, exc) from exc
+    # The pause is the host-side delay the caller asked for after this event; it
+    # ends early on an interrupt so a dropped link never waits out a long batch.
+    if event.delay_ms > 0 and guard.wait_interrupted(event.delay_ms / 1000.0, epoch):
+        raise InputInterruptedError(index + 1)
 
 
 def _move_if_given(guard: InputGuard, event: ops.InputEvent) -> None:
@@ -73,12 +107,28 @@ def _mouse_move(guard: InputGuard, event: ops.InputEvent) -> None:
 
 def _mouse_click(guard: InputGuard, event: ops.InputEvent) -> None:
     _move_if_given(guard, event)
-    button: MouseButton = "left" if event.button is None else event.button
+    button = _button(event)
     try:
         guard.button_down(button)
     finally:
         # Released even when the press failed half-way: the guard counted it as held.
         guard.button_up(button)
+
+
+def _mouse_down(guard: InputGuard, event: ops.InputEvent) -> None:
+    # Held until a mouse_up, the end of the batch that fails, or release_all: the guard
+    # knows it is down from before the call on.
+    _move_if_given(guard, event)
+    guard.button_down(_button(event))
+
+
+def _mouse_up(guard: InputGuard, event: ops.InputEvent) -> None:
+    _move_if_given(guard, event)
+    guard.button_up(_button(event))
+
+
+def _button(event: ops.InputEvent) -> MouseButton:
+    return "left" if event.button is None else event.button
 
 
 def _mouse_scroll(guard: InputGuard, event: ops.InputEvent) -> None:
@@ -144,6 +194,8 @@ def _type_text(guard: InputGuard, text: str, *, epoch: int, index: int) -> None:
 _HANDLERS: dict[str, Callable[[InputGuard, ops.InputEvent], None]] = {
     "mouse_move": _mouse_move,
     "mouse_click": _mouse_click,
+    "mouse_down": _mouse_down,
+    "mouse_up": _mouse_up,
     "mouse_scroll": _mouse_scroll,
     "key_press": _key_press,
     "key_down": _key_down,

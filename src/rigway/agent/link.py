@@ -560,6 +560,8 @@ class AgentLink:
                 return
             error = {"code": exc.code, "detail": exc.detail}
             reply = {"t": "res", "id": request.id, "ok": False, "error": error}
+            if exc.body is not None:
+                reply["body"] = exc.body
         with contextlib.suppress(ConnectionClosed):
             await self._send(ws, reply, payload)
 

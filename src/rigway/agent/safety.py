@@ -128,7 +128,18 @@ class InputGuard:
         buttons = {**self._unreleased_buttons, **self._held_buttons}
         self._held_keys.clear()
         self._held_buttons.clear()
+        self._unreleased_keys.clear()
+        self._unreleased_buttons.clear()
         return self._release(HeldInputs(tuple(keys), tuple(buttons)))
+
+    def release_buttons(self) -> list[str]:
+        """Release every held button, keys left alone: a batch that stopped half-way
+        must not leave a drag going (keys a `key_down` holds stay, as asked). Best
+        effort, like `release_all`."""
+        buttons = {**self._unreleased_buttons, **self._held_buttons}
+        self._held_buttons.clear()
+        self._unreleased_buttons.clear()
+        return self._release(HeldInputs((), tuple(buttons)))
 
     def release_left_over(self) -> list[str]:
         """Release what the journal lists, left down by an agent that did not get to
@@ -141,6 +152,8 @@ class InputGuard:
         except JournalError as exc:
             _log.warning("ignoring the held-input journal: %s", exc)
             left_over = HeldInputs()
+        self._unreleased_keys.clear()
+        self._unreleased_buttons.clear()
         if not left_over.is_empty():
             _log.warning(
                 "releasing input a previous agent left held: keys %s, buttons %s",
@@ -150,9 +163,9 @@ class InputGuard:
         return self._release(left_over)
 
     def _release(self, held: HeldInputs) -> list[str]:
+        """Release `held`; what fails joins the unreleased lists (the caller cleared
+        those it hands in)."""
         released: list[str] = []
-        self._unreleased_keys.clear()
-        self._unreleased_buttons.clear()
         for key in reversed(held.keys):
             if _release(partial(self._desktop.set_key, key, False), key):
                 released.append(key)
