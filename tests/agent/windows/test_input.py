@@ -399,3 +399,89 @@ def test_return_key_is_typed_for_a_line_break() -> None:
     role = make_input(port)
     role.type_text("\n")
     assert port.key_events() == [(VK_RETURN, True), (VK_RETURN, False)]
+
+
+# ---- releases reach Windows whatever is in front -----------------------------------------
+
+
+def test_a_key_release_under_an_elevated_foreground_window_is_sent() -> None:
+    port = FakeInputPort()
+    role = make_input(port)
+    role.set_key("ctrl", True)
+    port.foreground = HIGH
+    role.set_key("ctrl", False)
+    assert port.keys_down == []
+    assert role.held_keys == ()
+
+
+def test_a_key_release_under_an_unreadable_foreground_window_is_sent() -> None:
+    port = FakeInputPort()
+    role = make_input(port)
+    role.set_key("win", True)
+    port.foreground = None
+    role.set_key("win", False)
+    assert port.keys_down == []
+
+
+def test_a_button_release_over_an_elevated_window_is_sent() -> None:
+    port = FakeInputPort(cursor=(10, 10))
+    role = make_input(port)
+    role.set_button("left", True)
+    port.windows = [Region(0, 0, 50, 50, HIGH)]
+    role.set_button("left", False)
+    assert port.buttons_down == set()
+    assert role.held_buttons == ()
+
+
+def test_a_button_release_that_was_not_inserted_is_an_error_and_stays_held() -> None:
+    port = FakeInputPort()
+    role = make_input(port)
+    role.set_button("right", True)
+    port.insert_limit = 0
+    with pytest.raises(InputBlockedError, match="inserted 0 of 1"):
+        role.set_button("right", False)
+    assert role.held_buttons == ("right",)
+
+
+# ---- a failed press leaves nothing pretending to be held ---------------------------------
+
+
+def test_a_press_that_was_not_inserted_is_pressed_again_next_time() -> None:
+    port = FakeInputPort(insert_limit=0)
+    role = make_input(port)
+    with pytest.raises(InputBlockedError):
+        role.set_key("a", True)
+    port.insert_limit = None
+    role.set_key("a", True)
+    assert port.key_events() == [(ord("A"), True)]
+    assert role.held_keys == ("a",)
+
+
+def test_a_press_that_was_not_inserted_is_not_reported_held() -> None:
+    port = FakeInputPort(insert_limit=0)
+    role = make_input(port)
+    with pytest.raises(InputBlockedError):
+        role.set_key("a", True)
+    assert role.held_keys == ()
+
+
+def test_a_half_sent_press_is_released_at_close() -> None:
+    port = FakeInputPort(insert_limit=1)
+    role = make_input(port)
+    with pytest.raises(InputBlockedError, match="inserted 1 of 2"):
+        role.set_key("+", True)
+    assert port.keys_down == [VK_LSHIFT]
+    port.insert_limit = None
+    role.close()
+    assert port.keys_down == []
+
+
+def test_a_button_press_that_was_not_inserted_is_not_reported_held() -> None:
+    port = FakeInputPort(insert_limit=0)
+    role = make_input(port)
+    with pytest.raises(InputBlockedError):
+        role.set_button("left", True)
+    assert role.held_buttons == ()
+    port.insert_limit = None
+    role.close()
+    assert port.events == [ButtonEvent("left", False)]

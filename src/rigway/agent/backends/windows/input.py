@@ -14,12 +14,16 @@ success:
   window's for keys and text, the window under the pointer's for the mouse (a click
   on an ordinary window still works while an elevated one has the focus, and is the
   way out of it). Unreadable counts as higher: a process whose token we may not
-  query is, in practice, elevated.
+  query is, in practice, elevated. Releases are never checked: a key-up or button-up
+  Windows drops costs nothing, a refused one leaves the key stuck down.
 - SendInput inserting fewer records than given (no input desktop: a lock screen, a
   UAC prompt, a disconnected remote session): raised with the Win32 error.
 
 Windows keeps an injected key down after its sender exits, so the role tracks what it
 holds and `close()` releases it, sending every key-up even when it looks redundant.
+A key or button counts as held only once its press was inserted whole (a failed press
+is pressed again next time); `close()` also releases every press that was attempted,
+so half a press (Shift inserted, the key not) is not left down either.
 """
 
 from __future__ import annotations
@@ -120,11 +124,14 @@ class WindowsInput:
         self._port = port
         self._placement = placement
         self._own_integrity: int | None = None
-        # Held keys → the records that release them, in press order (close() releases
-        # in reverse). Recorded before the press is sent: a spurious release is
-        # harmless where a stuck key is not.
-        self._held_keys: dict[str, list[INPUT]] = {}
+        # Keys and buttons whose press was inserted whole: a press of one is skipped.
+        self._held_keys: dict[str, None] = {}
         self._held_buttons: dict[MouseButton, None] = {}
+        # Every key press attempted and not released since → the records that release
+        # it, in press order (close() releases in reverse). Recorded before the press is
+        # sent: a spurious release is harmless where a stuck key is not.
+        self._key_releases: dict[str, list[INPUT]] = {}
+        self._buttons_to_release: dict[MouseButton, None] = {}
         # The last text ended with "\r": a "\n" starting the next one is the rest of
         # the same "\r\n" (the agent types long text in slices).
         self._after_cr = False
@@ -146,14 +153,18 @@ class WindowsInput:
         self._send([sendinput.absolute_move(dx, dy)])
 
     def set_button(self, button: MouseButton, down: bool) -> None:
+        """Press or release a button where the pointer is; a release is sent whatever
+        window is there."""
         self._after_cr = False
-        self._require_reachable(self._pointer_integrity(), _POINTER_TARGET)
         if down:
-            self._held_buttons[button] = None
+            self._require_reachable(self._pointer_integrity(), _POINTER_TARGET)
+            self._buttons_to_release[button] = None
             self._send([sendinput.button(button, True)])
+            self._held_buttons[button] = None
         else:
             self._send([sendinput.button(button, False)])
             self._held_buttons.pop(button, None)
+            self._buttons_to_release.pop(button, None)
 
     def scroll(self, dx: int, dy: int) -> None:
         """Wheel notches: dy < 0 scrolls down, dx > 0 scrolls right."""
@@ -170,21 +181,24 @@ class WindowsInput:
     # -- keys and text ---------------------------------------------------------------
     def set_key(self, key: str, down: bool) -> None:
         """Press or release one canonical key name; a key already held is not pressed
-        again, and a release of a key not held is still sent."""
+        again, and a release is sent whether or not the key is held, whatever window is
+        in front."""
         self._after_cr = False
-        self._require_reachable(self._port.foreground_integrity(), _KEYBOARD_TARGET)
         if down:
             if key in self._held_keys:
                 return
+            self._require_reachable(self._port.foreground_integrity(), _KEYBOARD_TARGET)
             press, release = self._stroke_records(key_stroke(key, self._port.key_scan))
-            self._held_keys[key] = release
+            self._key_releases[key] = release
             self._send(press)
+            self._held_keys[key] = None
             return
-        held_release = self._held_keys.get(key)
-        if held_release is None:
-            _, held_release = self._stroke_records(key_stroke(key, self._port.key_scan), alone=True)
-        self._send(held_release)
+        key_up = self._key_releases.get(key)
+        if key_up is None:
+            _, key_up = self._stroke_records(key_stroke(key, self._port.key_scan), alone=True)
+        self._send(key_up)
         self._held_keys.pop(key, None)
+        self._key_releases.pop(key, None)
 
     def type_text(self, text: str) -> None:
         if self._after_cr and text.startswith("\n"):
@@ -225,15 +239,17 @@ class WindowsInput:
 
     # -- release -----------------------------------------------------------------------
     def close(self) -> None:
-        """Release every held key (reverse press order), then every held button, whatever
-        window is in front: a key-up Windows drops costs nothing, a stuck Win key
-        costs the owner their keyboard. Every release is tried; the first failure is
-        raised after."""
+        """Release every key pressed or half pressed (reverse press order), then every
+        such button, whatever window is in front: a key-up Windows drops costs nothing,
+        a stuck Win key costs the owner their keyboard. Every release is tried; the
+        first failure is raised after."""
         failures: list[InputBlockedError] = []
-        releases = list(reversed(self._held_keys.values()))
-        releases += [[sendinput.button(b, False)] for b in reversed(self._held_buttons)]
+        releases = list(reversed(self._key_releases.values()))
+        releases += [[sendinput.button(b, False)] for b in reversed(self._buttons_to_release)]
         self._held_keys.clear()
         self._held_buttons.clear()
+        self._key_releases.clear()
+        self._buttons_to_release.clear()
         for records in releases:
             try:
                 self._send(records)
