@@ -53,6 +53,7 @@ from rigway.agent.screen import (
     RegionOutsideDesktopError,
     ScreenService,
 )
+from rigway.agent.screen_wait import names_a_target, wait_on_screen
 from rigway.agent.stream import StreamControl, StreamError
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
@@ -144,6 +145,7 @@ class Dispatcher:
             ops.SCREEN_DIRTY: self._screen_dirty,
             ops.SCREEN_DIRTY_RETURN: self._screen_dirty_return,
             ops.A11Y_TARGETS: self._a11y_targets,
+            ops.SCREEN_WAIT: self._screen_wait,
             ops.INPUT_BATCH: self._input_batch,
             ops.APP_LAUNCH: self._app_launch,
             ops.APP_KILL: self._app_kill,
@@ -390,6 +392,17 @@ class Dispatcher:
         request = _parse(ops.A11yTargets, body)
         self._require_session(request.session_id)
         return (await self._accessibility.snapshot()).model_dump(), None
+
+    async def _screen_wait(self, body: dict[str, Any]) -> Reply:
+        """Until a change, quiet or a control appears (`screen_wait.py`); not met in
+        time is a reply too. A session that ended meanwhile gets no answer about it."""
+        request = _parse(ops.ScreenWait, body)
+        self._require_session(request.session_id)
+        if request.until == "target" and not names_a_target(request):
+            raise HostOpError(ops.ERROR_INVALID_REQUEST, "until target names no target")
+        waited = await wait_on_screen(request, self._screen, self._accessibility)
+        self._require_session(request.session_id)
+        return waited.model_dump(), None
 
     # ---- input and apps --------------------------------------------------------------
 
