@@ -1,5 +1,7 @@
-"""`rigway agent install/uninstall`: the generated systemd unit and task XML, exactly,
-and the install flows over a fake command runner and a temporary config directory."""
+"""`rigway agent install/uninstall`: the generated systemd unit and task XML, exactly
+(both run the launcher, `agent launch --install-root …`, with the run options), the
+install flows over a fake command runner and a temporary config directory, the
+per-user install root, and purging it."""
 
 from __future__ import annotations
 
@@ -22,15 +24,18 @@ from rigway.agent.install import (
     SystemdUserInstaller,
     TaskSchedulerInstaller,
     config_home,
+    default_install_root,
     gui_interpreter,
     installer_for,
     launch_for,
+    purge_install_root,
     systemd_quote,
     systemd_unit,
     task_xml,
     task_xml_bytes,
     windows_user_id,
 )
+from rigway.agent.install_root import InstallRoot, write_health_marker
 
 GATEWAY = "https://gw.example"
 NS = {"t": TASK_NAMESPACE}
@@ -40,13 +45,16 @@ LINUX_LAUNCH = AgentLaunch(
     gateway_url=GATEWAY,
     token_file=PurePosixPath("/home/alice/.rigway/rig.token"),
     backend="x11",
+    install_root=PurePosixPath("/home/alice/.local/share/rigway/agent"),
 )
 WINDOWS_LAUNCH = AgentLaunch(
     python=PureWindowsPath("C:\\Program Files\\Rigway\\pythonw.exe"),
     gateway_url=GATEWAY,
     token_file=PureWindowsPath("C:\\Users\\alice\\.rigway\\rig.token"),
     backend="windows",
+    install_root=PureWindowsPath("C:\\Users\\alice\\AppData\\Local\\Rigway\\agent"),
 )
+POSIX_ROOT = PurePosixPath("/r")
 OK = CommandResult(0, "", "")
 
 
@@ -75,13 +83,15 @@ class FakeRunner:
 # ---- the launch command -----------------------------------------------------------
 
 
-def test_launch_runs_agent_run_with_paired_settings_and_no_token() -> None:
+def test_launch_runs_the_launcher_with_paired_settings_and_no_token() -> None:
     assert LINUX_LAUNCH.argv() == [
         "/opt/rigway/bin/python",
         "-m",
         "rigway.cli.main",
         "agent",
-        "run",
+        "launch",
+        "--install-root",
+        "/home/alice/.local/share/rigway/agent",
         "--gateway",
         GATEWAY,
         "--token-file",
@@ -93,7 +103,24 @@ def test_launch_runs_agent_run_with_paired_settings_and_no_token() -> None:
 
 def test_launch_with_relative_token_file_is_refused() -> None:
     with pytest.raises(ValueError, match="absolute"):
-        AgentLaunch(PurePosixPath("/usr/bin/python3"), GATEWAY, PurePosixPath("rig.token"), "x11")
+        AgentLaunch(
+            PurePosixPath("/usr/bin/python3"),
+            GATEWAY,
+            PurePosixPath("rig.token"),
+            "x11",
+            POSIX_ROOT,
+        )
+
+
+def test_launch_with_relative_install_root_is_refused() -> None:
+    with pytest.raises(ValueError, match="absolute"):
+        AgentLaunch(
+            PurePosixPath("/usr/bin/python3"),
+            GATEWAY,
+            PurePosixPath("/t"),
+            "x11",
+            PurePosixPath("r"),
+        )
 
 
 def test_launch_with_newline_in_url_is_refused() -> None:
@@ -103,12 +130,15 @@ def test_launch_with_newline_in_url_is_refused() -> None:
             GATEWAY + "\nExecStartPre=/bin/sh",
             PurePosixPath("/t"),
             "x11",
+            POSIX_ROOT,
         )
 
 
 def test_launch_with_unknown_backend_is_refused() -> None:
     with pytest.raises(ValueError, match="backend"):
-        AgentLaunch(PurePosixPath("/usr/bin/python3"), GATEWAY, PurePosixPath("/t"), "wayland")
+        AgentLaunch(
+            PurePosixPath("/usr/bin/python3"), GATEWAY, PurePosixPath("/t"), "wayland", POSIX_ROOT
+        )
 
 
 def test_gui_interpreter_prefers_pythonw_beside_python(tmp_path: Path) -> None:
@@ -131,7 +161,8 @@ def test_gui_interpreter_leaves_posix_python_alone(tmp_path: Path) -> None:
 
 def test_x11_unit_is_exactly_the_graphical_session_unit() -> None:
     exec_start = (
-        'ExecStart="/opt/rigway/bin/python" "-m" "rigway.cli.main" "agent" "run" '
+        'ExecStart="/opt/rigway/bin/python" "-m" "rigway.cli.main" "agent" "launch" '
+        '"--install-root" "/home/alice/.local/share/rigway/agent" '
         '"--gateway" "https://gw.example" "--token-file" "/home/alice/.rigway/rig.token" '
         '"--backend" "x11"'
     )
@@ -157,7 +188,7 @@ def test_x11_unit_is_exactly_the_graphical_session_unit() -> None:
 
 
 def test_sim_unit_is_wanted_by_default_target() -> None:
-    launch = AgentLaunch(LINUX_LAUNCH.python, GATEWAY, LINUX_LAUNCH.token_file, "sim")
+    launch = AgentLaunch(LINUX_LAUNCH.python, GATEWAY, LINUX_LAUNCH.token_file, "sim", POSIX_ROOT)
     unit = systemd_unit(launch)
     assert "WantedBy=default.target" in unit.splitlines()
     assert "graphical-session" not in unit
@@ -212,14 +243,26 @@ def test_task_xml_restarts_on_failure_and_never_times_out() -> None:
     assert settings.findtext("t:DisallowStartIfOnBatteries", namespaces=NS) == "false"
 
 
-def test_task_xml_action_runs_agent_run_without_the_token() -> None:
+def test_task_xml_action_runs_the_launcher_without_the_token() -> None:
     action = _task(task_xml(WINDOWS_LAUNCH, user_id=USER)).find("t:Actions/t:Exec", NS)
     assert action is not None
     assert action.findtext("t:Command", namespaces=NS) == "C:\\Program Files\\Rigway\\pythonw.exe"
     assert action.findtext("t:Arguments", namespaces=NS) == (
-        "-m rigway.cli.main agent run --gateway https://gw.example "
+        "-m rigway.cli.main agent launch "
+        "--install-root C:\\Users\\alice\\AppData\\Local\\Rigway\\agent "
+        "--gateway https://gw.example "
         "--token-file C:\\Users\\alice\\.rigway\\rig.token --backend windows"
     )
+
+
+def test_task_xml_quotes_an_install_root_with_spaces() -> None:
+    root = PureWindowsPath("C:\\Users\\Alice Smith\\AppData\\Local\\Rigway\\agent")
+    launch = AgentLaunch(WINDOWS_LAUNCH.python, GATEWAY, WINDOWS_LAUNCH.token_file, "windows", root)
+    arguments = _task(task_xml(launch, user_id=USER)).findtext(
+        "t:Actions/t:Exec/t:Arguments", namespaces=NS
+    )
+    assert arguments is not None
+    assert f'--install-root "{root}" --gateway' in arguments
 
 
 def test_task_xml_escapes_markup_in_values() -> None:
@@ -228,6 +271,7 @@ def test_task_xml_escapes_markup_in_values() -> None:
         "https://gw.example/?a=1&b=<2>",
         WINDOWS_LAUNCH.token_file,
         "windows",
+        WINDOWS_LAUNCH.install_root,
     )
     task = _task(task_xml(launch, user_id="A&B\\<c>"))
     arguments = task.findtext("t:Actions/t:Exec/t:Arguments", namespaces=NS)
@@ -441,5 +485,74 @@ def test_launch_for_makes_the_token_path_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    launch = launch_for("linux", Path("/usr/bin/python3"), GATEWAY, Path("rig.token"), "x11")
+    launch = launch_for(
+        "linux", Path("/usr/bin/python3"), GATEWAY, Path("rig.token"), "x11", Path("root")
+    )
     assert launch.token_file == tmp_path / "rig.token"
+    assert launch.install_root == tmp_path / "root"
+
+
+# ---- the install root --------------------------------------------------------------
+
+
+def test_windows_install_root_is_under_local_app_data() -> None:
+    environment = {"LOCALAPPDATA": "C:\\Users\\alice\\AppData\\Local"}
+    root = default_install_root("win32", environment, PureWindowsPath("C:\\Users\\alice"))
+    assert root == PureWindowsPath("C:\\Users\\alice\\AppData\\Local\\Rigway\\agent")
+
+
+def test_windows_install_root_without_local_app_data_is_under_the_profile() -> None:
+    root = default_install_root("win32", {}, PureWindowsPath("C:\\Users\\alice"))
+    assert root == PureWindowsPath("C:\\Users\\alice\\AppData\\Local\\Rigway\\agent")
+
+
+def test_linux_install_root_is_under_xdg_data_home() -> None:
+    root = default_install_root("linux", {"XDG_DATA_HOME": "/data"}, PurePosixPath("/home/a"))
+    assert root == PurePosixPath("/data/rigway/agent")
+
+
+def test_relative_xdg_data_home_falls_back_to_local_share() -> None:
+    root = default_install_root("linux", {"XDG_DATA_HOME": "rel"}, PurePosixPath("/home/a"))
+    assert root == PurePosixPath("/home/a/.local/share/rigway/agent")
+
+
+def _used_install_root(tmp_path: Path) -> InstallRoot:
+    """An install root as a running launcher leaves it: a committed version and one
+    that failed, the health marker, a staged download."""
+    installs = InstallRoot(tmp_path / "agent")
+    for version in ("1.0.0", "2.0.0"):
+        installs.version_dir(version).mkdir(parents=True)
+    installs.begin_trial("1.0.0")
+    installs.commit_trial("1.0.0")
+    installs.begin_trial("2.0.0")
+    installs.roll_back("2.0.0")
+    write_health_marker(installs.health_file, 1234)
+    installs.staging_dir.mkdir()
+    (installs.staging_dir / "rigway-3.0.0-py3-none-any.whl").write_bytes(b"wheel")
+    return installs
+
+
+def test_purge_removes_an_install_root_and_its_versions(tmp_path: Path) -> None:
+    installs = _used_install_root(tmp_path)
+    message = purge_install_root(installs.root)
+    assert not installs.root.exists()
+    assert message == f"removed the installed versions ({installs.root})"
+
+
+def test_purge_leaves_a_folder_holding_anything_else(tmp_path: Path) -> None:
+    installs = _used_install_root(tmp_path)
+    (installs.root / "thesis.docx").write_bytes(b"not the agent's")
+    with pytest.raises(InstallError, match=r"'thesis\.docx', which is not the agent's"):
+        purge_install_root(installs.root)
+    assert installs.is_installed("1.0.0")
+
+
+def test_purge_of_a_missing_install_root_says_so(tmp_path: Path) -> None:
+    assert purge_install_root(tmp_path / "none").startswith("no installed versions to remove")
+
+
+def test_purge_of_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "agent").write_text("x")
+    with pytest.raises(InstallError, match="not an install root"):
+        purge_install_root(tmp_path / "agent")
+    assert (tmp_path / "agent").exists()

@@ -1,6 +1,6 @@
 """`rigway agent install/uninstall` on Linux, through the command itself: a stand-in
 `systemctl` on PATH records what it is asked and answers as told; the unit lands in a
-temporary XDG_CONFIG_HOME."""
+temporary XDG_CONFIG_HOME, the install root in a temporary XDG_DATA_HOME."""
 
 from __future__ import annotations
 
@@ -24,12 +24,17 @@ TOKEN = "rgwr_" + "ab" * 32
 class Rig:
     token_file: Path
     config_home: Path
+    data_home: Path
     calls: Path  # one line per systemctl call
     env: dict[str, str]
 
     @property
     def unit(self) -> Path:
         return self.config_home / "systemd" / "user" / UNIT_NAME
+
+    @property
+    def install_root(self) -> Path:
+        return self.data_home / "rigway" / "agent"
 
     def systemctl_calls(self) -> list[str]:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
@@ -62,8 +67,14 @@ def _rig(tmp_path: Path, *, exit_status: int = 0, stderr: str = "") -> Rig:
     token_file = tmp_path / "rig.token"
     token_file.write_text(TOKEN)
     config_home = tmp_path / "config"
-    env = {"PATH": str(bin_dir), "XDG_CONFIG_HOME": str(config_home), "DISPLAY": ":5"}
-    return Rig(token_file, config_home, calls, env)
+    data_home = tmp_path / "data"
+    env = {
+        "PATH": str(bin_dir),
+        "XDG_CONFIG_HOME": str(config_home),
+        "XDG_DATA_HOME": str(data_home),
+        "DISPLAY": ":5",
+    }
+    return Rig(token_file, config_home, data_home, calls, env)
 
 
 def test_install_writes_the_unit_and_enables_it(tmp_path: Path) -> None:
@@ -146,3 +157,64 @@ def test_uninstall_when_not_installed_exits_0(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout.startswith("not installed")
     assert rig.systemctl_calls() == []
+
+
+def test_install_registers_the_launcher_with_the_run_options(tmp_path: Path) -> None:
+    rig = _rig(tmp_path)
+    result = rig.install()
+    assert result.exit_code == 0, result.stderr
+    exec_start = next(line for line in rig.unit.read_text().splitlines() if "ExecStart" in line)
+    assert exec_start.endswith(
+        f'"agent" "launch" "--install-root" "{rig.install_root}" '
+        f'"--gateway" "{GATEWAY}" "--token-file" "{rig.token_file}" "--backend" "x11"'
+    )
+
+
+def test_install_makes_the_install_root_and_says_where_versions_go(tmp_path: Path) -> None:
+    rig = _rig(tmp_path)
+    result = rig.install()
+    assert result.exit_code == 0, result.stderr
+    assert rig.install_root.is_dir()
+    assert f"it updates itself: new versions go to {rig.install_root}" in result.stdout
+
+
+def test_install_root_option_is_registered_absolute(tmp_path: Path) -> None:
+    rig = _rig(tmp_path)
+    chosen = tmp_path / "elsewhere"
+    result = rig.install("--install-root", str(chosen))
+    assert result.exit_code == 0, result.stderr
+    assert f'"--install-root" "{chosen}"' in rig.unit.read_text()
+    assert not rig.install_root.exists()
+
+
+def test_uninstall_keeps_the_installed_versions_and_says_so(tmp_path: Path) -> None:
+    rig = _rig(tmp_path)
+    assert rig.install().exit_code == 0
+    (rig.install_root / "versions" / "1.0.0").mkdir(parents=True)
+    result = rig.invoke("uninstall")
+    assert result.exit_code == 0, result.stderr
+    assert (rig.install_root / "versions" / "1.0.0").is_dir()
+    assert f"installed versions stay in {rig.install_root} (`--purge` removes them)" in (
+        result.stdout
+    )
+
+
+def test_uninstall_with_purge_removes_the_installed_versions(tmp_path: Path) -> None:
+    rig = _rig(tmp_path)
+    assert rig.install().exit_code == 0
+    (rig.install_root / "versions" / "1.0.0").mkdir(parents=True)
+    result = rig.invoke("uninstall", "--purge")
+    assert result.exit_code == 0, result.stderr
+    assert not rig.install_root.exists()
+    assert not rig.unit.exists()
+    assert "removed the installed versions" in result.stdout
+
+
+def test_uninstall_purge_of_a_folder_holding_other_files_exits_1(tmp_path: Path) -> None:
+    rig = _rig(tmp_path)
+    chosen = tmp_path / "home"
+    (chosen / "Documents").mkdir(parents=True)
+    result = rig.invoke("uninstall", "--purge", "--install-root", str(chosen))
+    assert result.exit_code == 1
+    assert "'Documents', which is not the agent's" in result.stderr
+    assert (chosen / "Documents").is_dir()

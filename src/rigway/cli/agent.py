@@ -383,9 +383,17 @@ def install_command(
         str | None,
         typer.Option(help="Desktop backend (default: windows on Windows, else x11)."),
     ] = None,
+    install_root: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where updates are installed (default: %LOCALAPPDATA%\\Rigway\\agent on "
+            "Windows, ~/.local/share/rigway/agent elsewhere)."
+        ),
+    ] = None,
 ) -> None:
     """Start the agent in this user's session now and at each log-on (systemd user unit
-    on Linux, Task Scheduler at-logon task on Windows)."""
+    on Linux, Task Scheduler at-logon task on Windows), through `agent launch`, so it
+    updates itself."""
     from rigway.agent.install import InstallError, launch_for
     from rigway.agent.runner import connect_url
 
@@ -398,31 +406,62 @@ def install_command(
     except OSError as exc:
         typer.echo(f"cannot read the rig token: {exc}", err=True)
         raise typer.Exit(code=2) from exc
+    root = _install_root(install_root)
     try:
         if token == "":
             raise ValueError(f"{token_file} is empty: pair this rig first")
         connect_url(gateway)
-        launch = launch_for(sys.platform, Path(sys.executable), gateway, token_file, backend)
+        python = Path(sys.executable)
+        launch = launch_for(sys.platform, python, gateway, token_file, backend, root)
     except ValueError as exc:
         typer.echo(f"cannot install: {exc}", err=True)
         raise typer.Exit(code=2) from exc
     try:
-        typer.echo(_installer().install(launch))
-    except InstallError as exc:
+        installer = _installer()
+        # The launcher would make it too; made here, a folder it cannot write fails now.
+        root.mkdir(parents=True, exist_ok=True)
+        typer.echo(installer.install(launch))
+    except (InstallError, OSError) as exc:
         typer.echo(f"install failed: {exc}", err=True)
         raise typer.Exit(code=1) from exc
+    typer.echo(
+        f"it updates itself: new versions go to {root}; until the first one it runs "
+        f"this installation ({python})"
+    )
 
 
 @agent_app.command("uninstall")
-def uninstall_command() -> None:
-    """Stop the agent started by `agent install` and stop starting it at log-on."""
-    from rigway.agent.install import InstallError
+def uninstall_command(
+    install_root: Annotated[
+        Path | None,
+        typer.Option(help="Where `agent install` put updates (default: the same as it)."),
+    ] = None,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Also remove the updates installed there.")
+    ] = False,
+) -> None:
+    """Stop the agent started by `agent install` and stop starting it at log-on. The
+    versions it installed stay unless --purge."""
+    from rigway.agent.install import InstallError, purge_install_root
 
+    root = _install_root(install_root)
     try:
         typer.echo(_installer().uninstall())
+        if purge:
+            typer.echo(purge_install_root(root))
     except InstallError as exc:
         typer.echo(f"uninstall failed: {exc}", err=True)
         raise typer.Exit(code=1) from exc
+    if not purge and root.exists():
+        typer.echo(f"installed versions stay in {root} (`--purge` removes them)")
+
+
+def _install_root(chosen: Path | None) -> Path:
+    from rigway.agent.install import default_install_root
+
+    if chosen is not None:
+        return chosen.absolute()
+    return Path(default_install_root(sys.platform, dict(os.environ), Path.home()))
 
 
 def _installer() -> Installer:
