@@ -6,10 +6,13 @@ from rigway.client import Rigway
 with Rigway() as client:  # RIGWAY_API_KEY, RIGWAY_BASE_URL
     rig = client.rigs.list()[0]
     with client.sessions.create(rig_id=rig.id) as session:  # always ends on exit
-        shot = session.screenshot(max_width=1280)
-        session.click(*shot.to_native(640, 360))
+        screen = session.observe(max_width=1280)
+        after = session.click(target="Username", settle=True, observe=True)
         session.type_text("hello")
 ```
+
+Every acting method takes `settle=` and `observe=`, so one round trip acts, waits
+for the screen to go still and looks at it (`after.observe`).
 
 `AsyncRigway` is the same API with `await`; `RigwayConsole` / `AsyncRigwayConsole`
 take the owner's console token for keys, webhooks, rig settings and owner kills.
@@ -18,11 +21,13 @@ Errors are in `rigway.client.errors`; computer-use adapters in
 """
 
 from ._async import AsyncRigway, PendingAsyncSession
+from ._async_session import AsyncSessionHandle
 from ._console import AsyncRigwayConsole, RigwayConsole
 from ._core import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
-from ._session import AsyncSessionHandle, SessionHandle
+from ._session import SessionHandle
 from ._sync import Rigway
 from .errors import (
+    AmbiguousTargetError,
     APIConnectionError,
     APIResponseValidationError,
     APIStatusError,
@@ -30,26 +35,35 @@ from .errors import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    DesktopUnavailableError,
+    ExpectationFailedError,
+    FrameExpiredError,
     HostError,
     HostTimeoutError,
+    InputStoppedError,
     InternalServerError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
     RigwayError,
     SessionEndedError,
+    StaleFrameError,
+    TargetGoneError,
     TargetNotFoundError,
     UnsupportedActionError,
 )
 from .models import (
+    ActResult,
     AgentRelease,
     ApiKey,
     ApiKeyCreated,
     AppKillResult,
     AppLaunchResult,
     DirtyRects,
+    EventReceipt,
     InputEvent,
     InputResult,
+    ObserveOptions,
     ObserveResult,
     ObserveText,
     ObserveTiming,
@@ -58,9 +72,13 @@ from .models import (
     Rig,
     Screenshot,
     Session,
+    Settle,
+    SettleResult,
     StreamCredentials,
     Target,
     TargetList,
+    WaitResult,
+    WaitTarget,
     WakeResult,
     Webhook,
     WebhookCreated,
@@ -77,7 +95,9 @@ __all__ = [
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "ActResult",
     "AgentRelease",
+    "AmbiguousTargetError",
     "ApiKey",
     "ApiKeyCreated",
     "AppKillResult",
@@ -88,14 +108,20 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConflictError",
+    "DesktopUnavailableError",
     "DirtyRects",
+    "EventReceipt",
+    "ExpectationFailedError",
+    "FrameExpiredError",
     "GroundingTarget",
     "HostError",
     "HostTimeoutError",
     "InputEvent",
     "InputResult",
+    "InputStoppedError",
     "InternalServerError",
     "NotFoundError",
+    "ObserveOptions",
     "ObserveResult",
     "ObserveText",
     "ObserveTiming",
@@ -112,11 +138,17 @@ __all__ = [
     "Session",
     "SessionEndedError",
     "SessionHandle",
+    "Settle",
+    "SettleResult",
+    "StaleFrameError",
     "StreamCredentials",
     "Target",
+    "TargetGoneError",
     "TargetList",
     "TargetNotFoundError",
     "UnsupportedActionError",
+    "WaitResult",
+    "WaitTarget",
     "WakeResult",
     "Webhook",
     "WebhookCreated",

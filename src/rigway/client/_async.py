@@ -17,8 +17,8 @@ import httpx2
 
 from . import _core
 from . import _operations as ops
+from ._async_session import AsyncSessionHandle
 from ._core import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Operation
-from ._session import AsyncSessionHandle
 from .models import AgentRelease, Rig, Session, WakeResult
 
 __all__ = ["AsyncAPIClient", "AsyncRigway", "PendingAsyncSession"]

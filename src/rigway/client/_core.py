@@ -20,6 +20,7 @@ import pydantic
 
 from rigway import __version__
 
+from ._input_models import EventReceipt
 from .errors import (
     APIConnectionError,
     APIResponseValidationError,
@@ -28,14 +29,20 @@ from .errors import (
     AuthenticationError,
     BadRequestError,
     ConflictError,
+    DesktopUnavailableError,
+    ExpectationFailedError,
+    FrameExpiredError,
     HostError,
     HostTimeoutError,
+    InputStoppedError,
     InternalServerError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
     RigwayError,
     SessionEndedError,
+    StaleFrameError,
+    TargetGoneError,
 )
 
 T = TypeVar("T")
@@ -126,6 +133,9 @@ class Operation(Generic[T]):
     # Applied to the result when it came from a retry: for calls that consume state
     # (a dirty take), an earlier attempt may have consumed it unseen.
     after_retry: Callable[[T], T] | None = None
+    # Seconds the gateway may hold the answer back on purpose (a settle, a wait): added
+    # to the read timeout, so a long wait is not cut off as if the gateway were stuck.
+    server_wait_s: float = 0.0
 
 
 def build_request(
@@ -151,7 +161,21 @@ def build_request(
         params=dict(operation.params) or None,
         json=operation.json,
         headers=headers,
-        timeout=timeout,
+        timeout=request_timeout(timeout, operation.server_wait_s),
+    )
+
+
+def request_timeout(
+    timeout: httpx2.Timeout | float | None, server_wait_s: float
+) -> httpx2.Timeout | float | None:
+    """The client's timeout with `server_wait_s` more to read the answer (None: none)."""
+    if timeout is None or server_wait_s <= 0:
+        return timeout
+    if not isinstance(timeout, httpx2.Timeout):
+        return timeout + server_wait_s
+    read = None if timeout.read is None else timeout.read + server_wait_s
+    return httpx2.Timeout(
+        connect=timeout.connect, read=read, write=timeout.write, pool=timeout.pool
     )
 
 
@@ -282,12 +306,66 @@ def _int_header(headers: httpx2.Headers, name: str) -> int | None:
         return None
 
 
+# 409 codes of an input batch that stopped or was refused; their body may carry the
+# receipts of what ran, where it stopped and (stale_frame) the changed rectangles.
+_STOPPED_ERRORS: dict[str, type[InputStoppedError]] = {
+    "target_gone": TargetGoneError,
+    "expectation_failed": ExpectationFailedError,
+    "stale_frame": StaleFrameError,
+    "frame_expired": FrameExpiredError,
+    "desktop_unavailable": DesktopUnavailableError,
+}
+
+
+def _stopped_error(
+    error_class: type[InputStoppedError],
+    message: str,
+    *,
+    code: str,
+    detail: str | None,
+    response: httpx2.Response,
+) -> InputStoppedError:
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    body = data if isinstance(data, dict) else {}
+    try:
+        receipts = [EventReceipt.model_validate(item) for item in body.get("events") or []]
+        rects = [_rect(item) for item in body.get("rects") or []]
+    except (TypeError, ValueError, pydantic.ValidationError):
+        # The code and detail still say what happened; a malformed extra is dropped.
+        receipts, rects = [], []
+    stopped_at = body.get("stopped_at")
+    return error_class(
+        message,
+        code=code,
+        response=response,
+        request_id=request_id_of(response),
+        detail=detail,
+        receipts=receipts,
+        stopped_at=stopped_at if isinstance(stopped_at, int) else None,
+        rects=rects,
+    )
+
+
+def _rect(item: Any) -> tuple[int, int, int, int]:
+    x, y, w, h = item
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (x, y, w, h)):
+        raise TypeError(f"not a rectangle: {item!r}")
+    return (x, y, w, h)
+
+
 def status_error(response: httpx2.Response, *, now: Callable[[], float]) -> APIStatusError:
     """The SDK error for an error response: class by status, code/detail from the body."""
     code, detail = split_error(response)
     status = response.status_code
     message = f"{status} {code}" if detail is None else f"{status} {code}: {detail}"
     request_id = request_id_of(response)
+    if status == 409 and code in _STOPPED_ERRORS:
+        return _stopped_error(
+            _STOPPED_ERRORS[code], message, code=code, detail=detail, response=response
+        )
     if status == 429:
         headers = response.headers
         return RateLimitError(

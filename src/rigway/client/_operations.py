@@ -24,8 +24,6 @@ from .models import (
     AppLaunchResult,
     DirtyRects,
     InputEvent,
-    InputResult,
-    MouseButton,
     ObserveResult,
     PairingCode,
     Region,
@@ -33,7 +31,6 @@ from .models import (
     Screenshot,
     Session,
     StreamCredentials,
-    Target,
     TargetList,
     WakeResult,
     Webhook,
@@ -46,6 +43,8 @@ EventLike = InputEvent | Mapping[str, Any]
 
 # API-DECISIONS, "Input": a batch holds 1 to 100 events, validated whole.
 MAX_EVENTS_PER_BATCH = 100
+# Names the image a screenshot answer carries (API 1.1), for input in its pixels.
+FRAME_ID_HEADER = "X-Frame-Id"
 
 
 def _segment(value: str) -> str:
@@ -53,7 +52,7 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def _session_path(session_id: str, tail: str = "") -> str:
+def session_path(session_id: str, tail: str = "") -> str:
     return f"/v1/sessions/{_segment(session_id)}{tail}"
 
 
@@ -138,18 +137,18 @@ def list_sessions() -> Operation[list[Session]]:
 
 def get_session(session_id: str) -> Operation[Session]:
     """GET /v1/sessions/{id}."""
-    return Operation("GET", _session_path(session_id), lambda r: _core.decode_model(r, Session))
+    return Operation("GET", session_path(session_id), lambda r: _core.decode_model(r, Session))
 
 
 def end_session(session_id: str) -> Operation[Session]:
     """DELETE /v1/sessions/{id}: idempotent, an ended session answers 200 again."""
-    return Operation("DELETE", _session_path(session_id), lambda r: _core.decode_model(r, Session))
+    return Operation("DELETE", session_path(session_id), lambda r: _core.decode_model(r, Session))
 
 
 def kill_session(session_id: str) -> Operation[Session]:
     """POST /v1/sessions/{id}/kill (console): owner kill, reason `owner_kill`."""
     return Operation(
-        "POST", _session_path(session_id, "/kill"), lambda r: _core.decode_model(r, Session)
+        "POST", session_path(session_id, "/kill"), lambda r: _core.decode_model(r, Session)
     )
 
 
@@ -198,7 +197,8 @@ def _decode_screenshot(response: httpx2.Response, region: Region | None) -> Scre
             response=response,
             request_id=_core.request_id_of(response),
         )
-    return Screenshot(jpeg=response.content, region=region, **sizes)
+    frame_id = response.headers.get(FRAME_ID_HEADER)
+    return Screenshot(jpeg=response.content, region=region, frame_id=frame_id, **sizes)
 
 
 def screenshot(
@@ -212,7 +212,7 @@ def screenshot(
     area = as_region(region)
     return Operation(
         "GET",
-        _session_path(session_id, "/screenshot"),
+        session_path(session_id, "/screenshot"),
         lambda r: _decode_screenshot(r, area),
         params=_screen_query(max_width, quality, area),
         accept="image/jpeg",
@@ -247,7 +247,7 @@ def observe(
     params.update(query(mark=True if mark else None, image=None if image else False))
     return Operation(
         "GET",
-        _session_path(session_id, "/observe"),
+        session_path(session_id, "/observe"),
         lambda r: _decode_observe(r, area),
         params=params,
         after_retry=_observe_retried,
@@ -265,7 +265,7 @@ def dirty(session_id: str) -> Operation[DirtyRects]:
     """GET /v1/sessions/{id}/dirty (each take consumes the rectangles)."""
     return Operation(
         "GET",
-        _session_path(session_id, "/dirty"),
+        session_path(session_id, "/dirty"),
         lambda r: _core.decode_model(r, DirtyRects),
         after_retry=_dirty_retried,
     )
@@ -274,7 +274,7 @@ def dirty(session_id: str) -> Operation[DirtyRects]:
 def targets(session_id: str) -> Operation[TargetList]:
     """GET /v1/sessions/{id}/targets."""
     return Operation(
-        "GET", _session_path(session_id, "/targets"), lambda r: _core.decode_model(r, TargetList)
+        "GET", session_path(session_id, "/targets"), lambda r: _core.decode_model(r, TargetList)
     )
 
 
@@ -282,7 +282,7 @@ def stream(session_id: str) -> Operation[StreamCredentials]:
     """GET /v1/sessions/{id}/stream: fresh signaling credentials."""
     return Operation(
         "GET",
-        _session_path(session_id, "/stream"),
+        session_path(session_id, "/stream"),
         lambda r: _core.decode_model(r, StreamCredentials),
     )
 
@@ -297,32 +297,13 @@ def event_json(event: EventLike) -> dict[str, Any]:
     return dict(event)
 
 
-def send_input(session_id: str, events: Sequence[EventLike]) -> Operation[InputResult]:
-    """POST /v1/sessions/{id}/input with `{"events": [...]}` (1 to 100 events).
-
-    Never replayed after an ambiguous failure: the host may have run part of the batch.
-    """
-    if len(events) == 0:
-        raise ValueError("an input batch needs at least one event")
-    if len(events) > MAX_EVENTS_PER_BATCH:
-        raise ValueError(f"an input batch holds at most {MAX_EVENTS_PER_BATCH} events")
-    return Operation(
-        "POST",
-        _session_path(session_id, "/input"),
-        lambda r: _core.decode_model(r, InputResult),
-        json={"events": [event_json(event) for event in events]},
-        is_idempotent=False,
-        retry_statuses=UNACTED_STATUSES,
-    )
-
-
 def launch_app(
     session_id: str, path: str, args: Sequence[str] | None
 ) -> Operation[AppLaunchResult]:
     """POST /v1/sessions/{id}/app/launch; never replayed (it would start a second copy)."""
     return Operation(
         "POST",
-        _session_path(session_id, "/app/launch"),
+        session_path(session_id, "/app/launch"),
         lambda r: _core.decode_model(r, AppLaunchResult),
         json=body(path=path, args=None if args is None else list(args)),
         is_idempotent=False,
@@ -334,45 +315,10 @@ def kill_app(session_id: str, pid: int | None) -> Operation[AppKillResult]:
     """POST /v1/sessions/{id}/app/kill: one pid, or every app the session launched."""
     return Operation(
         "POST",
-        _session_path(session_id, "/app/kill"),
+        session_path(session_id, "/app/kill"),
         lambda r: _core.decode_model(r, AppKillResult),
         json=body(pid=pid),
     )
-
-
-def click_events(
-    x: int | None, y: int | None, *, button: MouseButton, count: int
-) -> list[InputEvent]:
-    """`count` clicks at (`x`, `y`), or where the pointer is when both are None.
-
-    A double click is two clicks in one batch: the host runs them back to back, well
-    inside any system double-click interval.
-    """
-    return [InputEvent.mouse_click(x, y, button=button) for _ in range(count)]
-
-
-def target_id(target: Target | str) -> str:
-    """The id of a target given as a `Target` or as its id."""
-    return target if isinstance(target, str) else target.id
-
-
-def resolve_target(target: Target | str, latest: Mapping[str, Target]) -> Target | None:
-    """The freshest known box of `target`: the latest snapshot's entry for its id.
-
-    A `Target` object missing from the snapshot is used as given; an unknown id is None.
-    """
-    found = latest.get(target_id(target))
-    if found is not None:
-        return found
-    return None if isinstance(target, str) else target
-
-
-def check_click_args(x: int | None, y: int | None, target: Target | str | None) -> None:
-    """A click goes to a point (both x and y), to a target, or to the pointer: not a mix."""
-    if target is not None and (x is not None or y is not None):
-        raise ValueError("give either x/y or target, not both")
-    if (x is None) != (y is None):
-        raise ValueError("x and y come together or not at all")
 
 
 # ----------------------------------------------------------------- console side

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._async import asyncio_sleep
+from ._async_session import AsyncSessionHandle
 from ._computer_keys import anthropic_key, openai_keys
 from ._computer_plans import (
     ANTHROPIC_MAX_LONG_EDGE_PX,
@@ -57,7 +58,7 @@ from ._computer_plans import (
 )
 from ._geometry import Region
 from ._operations import MAX_EVENTS_PER_BATCH
-from ._session import AsyncSessionHandle, SessionHandle
+from ._session import SessionHandle
 from .errors import UnsupportedActionError
 from .models import InputEvent, Screenshot
 

@@ -16,7 +16,13 @@ RigwayError                         base of everything this SDK raises
 │   ├── AuthenticationError         401 invalid_api_key / invalid_console_token   STOP
 │   ├── PermissionDeniedError       403 api_access_disabled / insufficient_scope   STOP
 │   ├── NotFoundError               404 rig_not_found, session_not_found, …
-│   ├── ConflictError               409 rig_offline, rig_busy, desktop_unavailable, …
+│   ├── ConflictError               409 rig_offline, rig_busy, wake_unavailable, …
+│   │   └── InputStoppedError       409 an input batch stopped or was refused
+│   │       ├── TargetGoneError         target_gone: a target-bound event's control is gone
+│   │       ├── ExpectationFailedError  expectation_failed: `expect: "change"` saw none
+│   │       ├── StaleFrameError         stale_frame: the screen changed near the points
+│   │       ├── FrameExpiredError       frame_expired: the frame id is unknown or forgotten
+│   │       └── DesktopUnavailableError desktop_unavailable: locked, secure desktop, …
 │   ├── SessionEndedError           410 session_ended                              STOP
 │   ├── RateLimitError              429 rate_limited / concurrency_limit (.retry_after)
 │   ├── HostError                   502 host_error
@@ -26,6 +32,7 @@ RigwayError                         base of everything this SDK raises
 │   └── APITimeoutError             the request timed out on the client side
 ├── APIResponseValidationError      a 2xx whose body does not have the documented shape
 ├── TargetNotFoundError             `click(target="…")` names a target the SDK has not seen
+├── AmbiguousTargetError            `click(target="name")` matches several targets
 └── UnsupportedActionError          a computer-use action the Rigway input API cannot do
 ```
 
@@ -36,24 +43,38 @@ connection failures are retried with backoff before they surface here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import httpx2
+
+if TYPE_CHECKING:
+    from ._input_models import EventReceipt
+    from ._screen_models import Target
 
 __all__ = [
     "APIConnectionError",
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "AmbiguousTargetError",
     "AuthenticationError",
     "BadRequestError",
     "ConflictError",
+    "DesktopUnavailableError",
+    "ExpectationFailedError",
+    "FrameExpiredError",
     "HostError",
     "HostTimeoutError",
+    "InputStoppedError",
     "InternalServerError",
     "NotFoundError",
     "PermissionDeniedError",
     "RateLimitError",
     "RigwayError",
     "SessionEndedError",
+    "StaleFrameError",
+    "TargetGoneError",
     "TargetNotFoundError",
     "UnsupportedActionError",
 ]
@@ -132,7 +153,64 @@ class NotFoundError(APIStatusError):
 
 class ConflictError(APIStatusError):
     """409: the rig is offline or busy, the webhook limit is reached, wake is unavailable,
-    or the desktop cannot take input now (`desktop_unavailable`: locked, …)."""
+    or an input batch stopped or was refused (`InputStoppedError` and its subclasses)."""
+
+
+class InputStoppedError(ConflictError):
+    """409: an input batch stopped on the host, or was refused before anything ran.
+
+    Attributes:
+        receipts: what each event that ran did (`EventReceipt`s, in order); the event
+            at `stopped_at` has its own receipt with `ok` False. Empty when nothing ran.
+        stopped_at: index of the event the batch stopped at; None when it was refused
+            whole (stale_frame, frame_expired, and desktop_unavailable before any event).
+        rects: for stale_frame, the native `(x, y, w, h)` rectangles that changed near
+            the batch's points since the frame (it may over-report, never under-report).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        response: httpx2.Response,
+        request_id: str | None = None,
+        detail: str | None = None,
+        receipts: Sequence[EventReceipt] = (),
+        stopped_at: int | None = None,
+        rects: Sequence[tuple[int, int, int, int]] = (),
+    ) -> None:
+        super().__init__(
+            message, code=code, response=response, request_id=request_id, detail=detail
+        )
+        self.receipts: list[EventReceipt] = list(receipts)
+        self.stopped_at = stopped_at
+        self.rects: list[tuple[int, int, int, int]] = list(rects)
+
+
+class TargetGoneError(InputStoppedError):
+    """409 target_gone: a target-bound event's control was not in the host's fresh
+    accessibility snapshot; the batch stopped there (`stopped_at`)."""
+
+
+class ExpectationFailedError(InputStoppedError):
+    """409 expectation_failed: an event with `expect: "change"` saw no change within its
+    `expect_timeout_ms`; the batch stopped there (`stopped_at`)."""
+
+
+class StaleFrameError(InputStoppedError):
+    """409 stale_frame: with `require_unchanged`, the screen changed near the batch's
+    points since its frame; nothing ran. `rects` says where: look again, then act."""
+
+
+class FrameExpiredError(InputStoppedError):
+    """409 frame_expired: the batch's `frame_id` is unknown or forgotten (the gateway
+    keeps at least the last 16 frames of a session); nothing ran. Take a new frame."""
+
+
+class DesktopUnavailableError(InputStoppedError):
+    """409 desktop_unavailable: the desktop cannot take input now (`detail` is its
+    state: locked, secure_desktop, screensaver, …); what ran before is in `receipts`."""
 
 
 class SessionEndedError(APIStatusError):
@@ -220,14 +298,38 @@ class APIResponseValidationError(RigwayError):
 
 
 class TargetNotFoundError(RigwayError, LookupError):
-    """`click(target=…)` named a target id that is not among the session's latest targets."""
+    """`click(target=…)` named a target (id, name or index) that is not among the
+    session's latest targets. `target_id` is what was asked for, as text."""
 
-    def __init__(self, target_id: str) -> None:
+    def __init__(self, target_id: str, *, message: str | None = None) -> None:
         super().__init__(
-            f"target {target_id!r} is not among the latest targets of this session",
+            message or f"target {target_id!r} is not among the latest targets of this session",
             code="target_not_found",
         )
         self.target_id = target_id
+
+
+class AmbiguousTargetError(RigwayError, LookupError):
+    """A target named by text matches several of the latest targets.
+
+    Attributes:
+        name: the text given.
+        candidates: the matching targets, in the order observe listed them; pick one by
+            its id or its 1-based index instead.
+    """
+
+    def __init__(self, name: str, candidates: Sequence[Target]) -> None:
+        shown = ", ".join(
+            f"{target.name!r} ({target.role}, id {target.id})" for target in candidates[:10]
+        )
+        more = f" and {len(candidates) - 10} more" if len(candidates) > 10 else ""
+        super().__init__(
+            f"target name {name!r} matches {len(candidates)} targets: {shown}{more}; "
+            "name one by its id or index instead",
+            code="ambiguous_target",
+        )
+        self.name = name
+        self.candidates: list[Target] = list(candidates)
 
 
 class UnsupportedActionError(RigwayError, ValueError):
