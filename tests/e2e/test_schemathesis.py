@@ -78,9 +78,12 @@ REACH_2XX = [
     "POST /v1/sessions/{session_id}/input",
     "POST /v1/sessions/{session_id}/app/launch",
     "POST /v1/sessions/{session_id}/app/kill",
+    "POST /v1/sessions/{session_id}/wait",
 ]
 # Keeps a generated batch fast: up to 100 events of up to 5 s each is allowed, and slow.
 MAX_FUZZ_DELAY_MS = 5
+# Keeps a generated wait fast: one unmet in time lasts its whole timeout (up to 30 s).
+MAX_FUZZ_WAIT_MS = 100
 
 
 def _without_prefix_items(node: Any) -> Any:
@@ -110,7 +113,9 @@ def _tame(case: OpenApiCase, free_rig: str) -> None:
     """Keep generated cases safe and quick without changing what they test:
     - no arbitrary program runs on this machine: a launch path becomes `true` or a path
       that cannot exist (still a valid string, so a positive case stays positive);
-    - input delays are capped (the batch still runs every event);
+    - input delays are capped (the batch still runs every event), and so are wait
+      timeouts (with a quiet_ms that then exceeds the timeout lowered to it, so a valid
+      wait stays valid);
     - about half of the session creations name a free real rig, so 201 and 409 are
       reached, not only 404."""
     body = case.body
@@ -128,12 +133,24 @@ def _tame(case: OpenApiCase, free_rig: str) -> None:
             delay = event.get("delay_ms")
             if type(delay) is int and delay > MAX_FUZZ_DELAY_MS:
                 event["delay_ms"] = MAX_FUZZ_DELAY_MS
+    elif label == "POST /v1/sessions/{session_id}/wait":
+        _tame_wait(body)
     elif (
         label == "POST /v1/sessions"
         and isinstance(body.get("rig_id"), str)
         and _stable_bit(body["rig_id"])
     ):
         body["rig_id"] = free_rig
+
+
+def _tame_wait(body: dict[str, Any]) -> None:
+    timeout = body.get("timeout_ms")
+    if type(timeout) is not int or timeout <= MAX_FUZZ_WAIT_MS:
+        return
+    body["timeout_ms"] = MAX_FUZZ_WAIT_MS
+    quiet = body.get("quiet_ms")
+    if type(quiet) is int and quiet > MAX_FUZZ_WAIT_MS:
+        body["quiet_ms"] = MAX_FUZZ_WAIT_MS
 
 
 @dataclass

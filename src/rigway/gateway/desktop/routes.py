@@ -24,6 +24,8 @@ from rigway.gateway.desktop.schemas import (
     InputBatchOut,
     ObserveOut,
     TargetsOut,
+    WaitIn,
+    WaitOut,
 )
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
 from rigway.gateway.errors_openapi import error_responses
@@ -160,6 +162,15 @@ async def observe(
 async def targets(request: Request, session_id: str, caller: ApiCaller) -> TargetsOut:
     live = await _live(request, session_id, caller, "sessions")
     return await services_of(request).desktop.targets(live)
+
+
+@router.post("/v1/sessions/{session_id}/wait", response_model=WaitOut, responses=_SCREEN_ERRORS)
+async def wait_until(request: Request, session_id: str, body: WaitIn, caller: ApiCaller) -> WaitOut:
+    """Waits until the screen changes, falls quiet, or a control appears in the focused
+    window, at most `timeout_ms`; not met in time is a 200 with `met: false`. A bad body
+    is a 400 and nothing waits."""
+    live = await _live(request, session_id, caller, "sessions")
+    return await services_of(request).desktop.wait(live, body)
 
 
 @router.post(

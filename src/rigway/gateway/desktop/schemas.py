@@ -178,6 +178,62 @@ class TargetsOut(BaseModel):
     truncated: bool
 
 
+DEFAULT_WAIT_QUIET_MS = 100
+
+
+class WaitTargetIn(BaseModel):
+    """What a `target` wait looks for: a control matching every field given (name: a
+    case-insensitive substring; role and id exactly)."""
+
+    model_config = _STRICT
+    name: str | None = Field(default=None, min_length=1, max_length=256)
+    role: str | None = Field(default=None, min_length=1, max_length=64)
+    id: str | None = Field(default=None, min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _names_something(self) -> WaitTargetIn:
+        if self.name is None and self.role is None and self.id is None:
+            raise ValueError("a target names at least one of name, role, id")
+        return self
+
+
+class WaitIn(BaseModel):
+    """`change`: any damage after the wait began; `quiet`: still for quiet_ms;
+    `target`: a matching control appears in the focused window."""
+
+    model_config = _STRICT
+    until: Literal["change", "quiet", "target"]
+    timeout_ms: Annotated[int, Field(ge=1, le=30000)]
+    quiet_ms: Annotated[int, Field(ge=20, le=10000)] | None = None
+    target: WaitTargetIn | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> WaitIn:
+        # A field another kind of wait would read is a mistake the caller should see,
+        # not something quietly ignored.
+        if (self.until == "target") != (self.target is not None):
+            raise ValueError('"target" comes with "until": "target", and only with it')
+        if self.quiet_ms is not None and self.until != "quiet":
+            raise ValueError('"quiet_ms" comes only with "until": "quiet"')
+        if self.until == "quiet" and self.effective_quiet_ms > self.timeout_ms:
+            raise ValueError(
+                f"quiet_ms ({self.effective_quiet_ms}) cannot exceed timeout_ms "
+                f"({self.timeout_ms}): the wait could never be met"
+            )
+        return self
+
+    @property
+    def effective_quiet_ms(self) -> int:
+        return DEFAULT_WAIT_QUIET_MS if self.quiet_ms is None else self.quiet_ms
+
+
+class WaitOut(BaseModel):
+    met: bool
+    waited_ms: int
+    # The control a `target` wait found (null otherwise, and when not met).
+    target: TargetOut | None
+
+
 class ObserveTextOut(BaseModel):
     window_title: str
     window_role: str

@@ -27,6 +27,8 @@ from rigway.gateway.desktop.schemas import (
     ObserveTimingOut,
     TargetOut,
     TargetsOut,
+    WaitIn,
+    WaitOut,
 )
 from rigway.gateway.errors import (
     ApiError,
@@ -302,6 +304,29 @@ class DesktopService:
             truncated=snapshot.truncated,
         )
 
+    async def wait(self, live: LiveSession, request: WaitIn) -> WaitOut:
+        """Waits on the host (`screen/wait`); counts as activity when it begins and
+        when it ends, so a wait never idles its session out."""
+        target = request.target
+        body = ops.ScreenWait(
+            session_id=live.id,
+            until=request.until,
+            timeout_ms=request.timeout_ms,
+            quiet_ms=request.effective_quiet_ms,
+            target_name=None if target is None else target.name,
+            target_role=None if target is None else target.role,
+            target_id=None if target is None else target.id,
+        ).model_dump(exclude={"session_id"})
+        # The host answers when the wait ends; the usual deadline on top covers the
+        # link and a walk begun just before the timeout.
+        timeout_s = request.timeout_ms / 1000 + self._settings.host_timeout_s
+        self._sessions.record_activity(live)
+        reply = await self._call(live, ops.SCREEN_WAIT, body, timeout_s, "wait")
+        self._sessions.record_activity(live)
+        waited = _parse_reply(ops.ScreenWaited, reply.body)
+        found = None if waited.target is None else _public_target(waited.target)
+        return WaitOut(met=waited.met, waited_ms=round(waited.waited_ms), target=found)
+
     def check_points(self, live: LiveSession, batch: InputBatchIn) -> None:
         for index, event in enumerate(batch.events):
             self._check_point(live, index, getattr(event, "x", None), getattr(event, "y", None))
@@ -411,13 +436,13 @@ async def _timed(work: Any) -> tuple[Any, float]:
 
 
 def _public_targets(snapshot: ops.TargetSnapshot) -> list[TargetOut]:
+    return [_public_target(target) for target in snapshot.targets]
+
+
+def _public_target(target: ops.Target) -> TargetOut:
     # Redaction is decided on the host; the gateway enforces it once more.
-    return [
-        TargetOut.model_validate(
-            target.model_dump() | ({"value": ops.MASKED_VALUE} if target.masked else {})
-        )
-        for target in snapshot.targets
-    ]
+    masked = {"value": ops.MASKED_VALUE} if target.masked else {}
+    return TargetOut.model_validate(target.model_dump() | masked)
 
 
 def _text_lines(targets: list[TargetOut]) -> list[str]:
