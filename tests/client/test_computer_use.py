@@ -9,11 +9,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from rigway.client import Rigway, UnsupportedActionError
+from rigway.client import Rigway, UnsupportedActionError, WaitResult
 from rigway.client.computer_use import (
     ActionPlan,
     AsyncComputerUseRunner,
     ComputerUseRunner,
+    HostWait,
     ScreenGeometry,
     anthropic_key,
     anthropic_tool_param,
@@ -23,7 +24,7 @@ from rigway.client.computer_use import (
     plan_openai_action,
 )
 
-from .conftest import FakeGateway, FakeSleep, body_of
+from .conftest import FakeGateway, body_of, ok
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ANTHROPIC = json.loads((FIXTURES / "anthropic_actions.json").read_text(encoding="utf-8"))
@@ -65,11 +66,18 @@ def test_openai_unsupported_or_malformed_actions_raise(item: dict[str, Any]) -> 
         plan_openai_action(item["action"], geometry_of(OPENAI))
 
 
-def test_drag_error_tells_the_model_why() -> None:
-    with pytest.raises(UnsupportedActionError, match="no mouse button down/up"):
+def test_drag_without_an_end_tells_the_model_what_is_missing() -> None:
+    with pytest.raises(UnsupportedActionError, match="coordinate is required"):
         plan_anthropic_action(
-            {"action": "left_click_drag", "coordinate": [1, 1]}, geometry_of(ANTHROPIC)
+            {"action": "left_click_drag", "start_coordinate": [1, 1]}, geometry_of(ANTHROPIC)
         )
+
+
+def test_a_drag_leaves_the_pointer_at_its_end() -> None:
+    plan = plan_openai_action(
+        {"type": "drag", "path": [{"x": 0, "y": 0}, {"x": 5, "y": 5}]}, geometry_of(OPENAI)
+    )
+    assert plan.pointer == (11, 11)
 
 
 @pytest.mark.parametrize(
@@ -159,10 +167,10 @@ def runner_gateway(session_gateway: FakeGateway) -> FakeGateway:
 
 
 @pytest.fixture
-def runner(client: Rigway, runner_gateway: FakeGateway, sleeps: FakeSleep) -> ComputerUseRunner:
+def runner(client: Rigway, runner_gateway: FakeGateway) -> ComputerUseRunner:
     session = client.sessions.create(rig_id="rig_1")
     geometry = ScreenGeometry.for_anthropic(1920, 1080)
-    return ComputerUseRunner(session, geometry, dialect="anthropic", sleep=sleeps)
+    return ComputerUseRunner(session, geometry, dialect="anthropic")
 
 
 def test_runner_sends_native_events_then_a_model_sized_screenshot(
@@ -171,7 +179,8 @@ def test_runner_sends_native_events_then_a_model_sized_screenshot(
     result = runner.run({"action": "left_click", "coordinate": [714, 402]})
     (input_request,) = runner_gateway.calls("POST", "/v1/sessions/ses_1/input")
     assert body_of(input_request) == {
-        "events": [{"type": "mouse_click", "x": 960, "y": 540, "button": "left"}]
+        "events": [{"type": "mouse_click", "x": 960, "y": 540, "button": "left"}],
+        "settle": {},
     }
     assert dict(runner_gateway.last.url.params) == {"max_width": "1429"}
     assert result.screenshot is not None
@@ -193,12 +202,78 @@ def test_runner_reports_the_pointer_for_cursor_position(
     assert len(runner_gateway.requests) == sent  # nothing sent to the rig
 
 
-def test_runner_waits_with_the_injected_sleep(
-    runner: ComputerUseRunner, runner_gateway: FakeGateway, sleeps: FakeSleep
+def test_runner_waits_on_the_rig_for_a_change_then_for_quiet(
+    runner: ComputerUseRunner, runner_gateway: FakeGateway
 ) -> None:
-    runner.run({"action": "wait", "duration": 2})
-    assert sleeps.waits == [2.0]
+    runner_gateway.on(
+        "POST",
+        "/v1/sessions/ses_1/wait",
+        ok({"met": True, "waited_ms": 500}),
+        ok({"met": True, "waited_ms": 300}),
+    )
+    result = runner.run({"action": "wait", "duration": 2})
+    waits = [body_of(r) for r in runner_gateway.calls("POST", "/v1/sessions/ses_1/wait")]
+    assert waits == [
+        {"until": "change", "timeout_ms": 2000},
+        {"until": "quiet", "timeout_ms": 1500, "quiet_ms": 300},
+    ]
     assert runner_gateway.calls("POST", "/v1/sessions/ses_1/input") == []
+    assert result.screenshot is not None
+
+
+def test_runner_without_settle_sends_bare_batches(
+    client: Rigway, runner_gateway: FakeGateway
+) -> None:
+    session = client.sessions.create(rig_id="rig_1")
+    geometry = ScreenGeometry.for_anthropic(1920, 1080)
+    runner = ComputerUseRunner(session, geometry, dialect="anthropic", settle=False)
+    runner.run({"action": "key", "text": "Return"})
+    last_input = runner_gateway.calls("POST", "/v1/sessions/ses_1/input")[-1]
+    assert body_of(last_input) == {"events": [{"type": "key_press", "key": "enter"}]}
+
+
+def test_runner_drags_in_one_settled_batch(
+    runner: ComputerUseRunner, runner_gateway: FakeGateway
+) -> None:
+    runner.run({"action": "left_click_drag", "start_coordinate": [0, 0], "coordinate": [714, 402]})
+    (input_request,) = runner_gateway.calls("POST", "/v1/sessions/ses_1/input")
+    sent = body_of(input_request)
+    assert [e["type"] for e in sent["events"]] == ["mouse_down", "mouse_move", "mouse_up"]
+    assert sent["settle"] == {}
+
+
+@pytest.mark.parametrize(
+    ("seconds", "results", "expected"),
+    [
+        # nothing changes: one change wait takes the whole duration, as a sleep would
+        (2.0, [(False, 2000)], [("change", 2000, None)]),
+        # a change, then still: quiet in what is left
+        (1.0, [(True, 100), (True, 300)], [("change", 1000, None), ("quiet", 900, 300)]),
+        # a change with too little left for a quiet wait
+        (1.0, [(True, 990)], [("change", 1000, None)]),
+        # longer than one host wait: in turns
+        (
+            45.0,
+            [(False, 30000), (False, 15000)],
+            [("change", 30000, None), ("change", 15000, None)],
+        ),
+        (0.0, [], []),
+    ],
+)
+def test_host_wait_is_never_longer_than_the_duration(
+    seconds: float,
+    results: list[tuple[bool, float]],
+    expected: list[tuple[str, int, int | None]],
+) -> None:
+    wait = HostWait(seconds)
+    steps = []
+    for met, waited_ms in results:
+        step = wait.next()
+        assert step is not None
+        steps.append(step)
+        wait.record(WaitResult(met=met, waited_ms=waited_ms))
+    assert steps == expected
+    assert wait.next() is None
 
 
 def test_runner_zoom_asks_for_the_native_region(
@@ -214,16 +289,17 @@ def test_runner_refuses_unsupported_actions_before_sending(
 ) -> None:
     sent = len(runner_gateway.requests)
     with pytest.raises(UnsupportedActionError):
-        runner.run({"action": "left_click_drag", "coordinate": [1, 1]})
+        runner.run({"action": "teleport", "coordinate": [1, 1]})
     assert len(runner_gateway.requests) == sent
 
 
 async def test_async_runner_with_openai_actions(
-    async_client: Any, runner_gateway: FakeGateway, sleeps: FakeSleep
+    async_client: Any, runner_gateway: FakeGateway
 ) -> None:
+    runner_gateway.on("POST", "/v1/sessions/ses_1/wait", ok({"met": False, "waited_ms": 1000}))
     session = await async_client.sessions.create(rig_id="rig_1")
     geometry = ScreenGeometry.for_openai(1920, 1080, 1280, 720)
-    runner = AsyncComputerUseRunner(session, geometry, dialect="openai", sleep=sleeps.async_sleep)
+    runner = AsyncComputerUseRunner(session, geometry, dialect="openai")
     result = await runner.run({"type": "click", "button": "left", "x": 640, "y": 360})
     input_request = runner_gateway.calls("POST", "/v1/sessions/ses_1/input")[-1]
     assert body_of(input_request)["events"] == [
@@ -233,7 +309,10 @@ async def test_async_runner_with_openai_actions(
     assert output["type"] == "computer_screenshot"
     assert output["image_url"].startswith("data:image/jpeg;base64,")
     await runner.run({"type": "wait"})
-    assert sleeps.waits == [1.0]
+    assert body_of(runner_gateway.calls("POST", "/v1/sessions/ses_1/wait")[-1]) == {
+        "until": "change",
+        "timeout_ms": 1000,
+    }
 
 
 def test_openai_output_needs_a_screenshot() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ._computer_keys import OPENAI_KEYS, XDOTOOL_KEYS, anthropic_key, openai_keys, rigway_key
 from ._geometry import Region, image_to_native, native_to_image
 from .errors import UnsupportedActionError
-from .models import InputEvent, MouseButton
+from .models import InputEvent, MouseButton, WaitResult, WaitUntil
 
 __all__ = [
     "ANTHROPIC_MAX_LONG_EDGE_PX",
@@ -22,6 +22,7 @@ __all__ = [
     "SCROLL_PIXELS_PER_NOTCH",
     "ActionPlan",
     "Dialect",
+    "HostWait",
     "ScreenGeometry",
     "plan_action",
     "plan_anthropic_action",
@@ -45,6 +46,13 @@ ANTHROPIC_DEFAULT_WAIT_S = 1.0
 OPENAI_DEFAULT_WAIT_S = 1.0
 # Anthropic's reference tool refuses waits over 100 s; a model asking for more is wrong.
 MAX_WAIT_S = 100.0
+# One host wait lasts at most this long (the gateway's bound); longer waits take turns.
+MAX_HOST_WAIT_MS = 30_000
+# A model's wait ends once the screen, having changed, stayed still this long: a page
+# that pauses between paints for less than this is still loading.
+WAIT_QUIET_MS = 300
+# The gateway's least quiet_ms: less time than this left is not worth a quiet wait.
+MIN_QUIET_MS = 20
 
 
 @dataclass(frozen=True)
@@ -128,10 +136,11 @@ class ScreenGeometry:
 class ActionPlan:
     """What one model action turns into.
 
-    `events` (native pixels) go in one input batch; then `wait_s` passes; then the model
-    gets a screenshot (`wants_screenshot`), of `zoom` (a native region) when set, and/or
-    the pointer position (`wants_cursor`). `pointer` is where the events leave the
-    pointer, when they say.
+    `events` (native pixels) go in one input batch; then the model's wait runs: up to
+    `wait_s` for the screen to change, then for it to go still in what is left (see
+    `HostWait`); then the model gets a screenshot (`wants_screenshot`), of `zoom` (a
+    native region) when set, and/or the pointer position (`wants_cursor`). `pointer` is
+    where the events leave the pointer, when they say.
     """
 
     events: tuple[InputEvent, ...] = ()
@@ -152,9 +161,11 @@ def _number(action: Mapping[str, Any], name: str) -> float:
     return float(value)
 
 
-def _point(action: Mapping[str, Any], geometry: ScreenGeometry) -> tuple[int, int] | None:
+def _point(
+    action: Mapping[str, Any], geometry: ScreenGeometry, name: str = "coordinate"
+) -> tuple[int, int] | None:
     """The native point of an Anthropic `coordinate` ([x, y] in image pixels), if any."""
-    coordinate = action.get("coordinate")
+    coordinate = action.get(name)
     if coordinate is None:
         return None
     if (
@@ -162,7 +173,7 @@ def _point(action: Mapping[str, Any], geometry: ScreenGeometry) -> tuple[int, in
         or len(coordinate) != 2
         or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in coordinate)
     ):
-        raise UnsupportedActionError(f"coordinate must be [x, y], got {coordinate!r}")
+        raise UnsupportedActionError(f"{name} must be [x, y], got {coordinate!r}")
     return geometry.to_native(coordinate[0], coordinate[1])
 
 
@@ -202,11 +213,13 @@ def _type_events(text: str) -> tuple[InputEvent, ...]:
     return tuple(InputEvent.type_text(text[i : i + MAX_TYPE_CHARS]) for i in chunks)
 
 
-def _unsupported_drag(name: str) -> UnsupportedActionError:
-    return UnsupportedActionError(
-        f"{name} is not supported: the Rigway input API has no mouse button down/up "
-        "events, only whole clicks; use clicks, keyboard shortcuts or menus instead"
-    )
+def _drag(start: tuple[int, int] | None, path: list[tuple[int, int]]) -> tuple[InputEvent, ...]:
+    """Press the left button at `start` (None: where the pointer is), move through
+    `path`, release at its last point: one batch, so nothing else runs in between."""
+    x, y = (None, None) if start is None else start
+    moves = [InputEvent.mouse_move(px, py) for px, py in path]
+    end_x, end_y = path[-1]
+    return (InputEvent.mouse_down(x, y), *moves, InputEvent.mouse_up(end_x, end_y))
 
 
 # -------------------------------------------------------------------- anthropic
@@ -289,10 +302,29 @@ def _anthropic_zoom(action: Mapping[str, Any], geometry: ScreenGeometry) -> Acti
     return ActionPlan(zoom=Region(left, top, right - left, bottom - top))
 
 
+def _anthropic_drag(action: Mapping[str, Any], geometry: ScreenGeometry) -> ActionPlan:
+    # computer_20250124 gives start_coordinate; without it the drag starts at the pointer.
+    start = _point(action, geometry, "start_coordinate")
+    end = _required_point(action, geometry)
+    events = _with_modifiers(list(_drag(start, [end])), _anthropic_modifiers(action))
+    return ActionPlan(events=tuple(events), pointer=end)
+
+
+def _anthropic_button(
+    action: Mapping[str, Any], geometry: ScreenGeometry, *, down: bool
+) -> ActionPlan:
+    # The button stays held between actions (a model moves the pointer in between); the
+    # host lets go of it when the session ends.
+    point = _point(action, geometry)
+    x, y = (None, None) if point is None else point
+    event = InputEvent.mouse_down(x, y) if down else InputEvent.mouse_up(x, y)
+    return ActionPlan(events=(event,), pointer=point)
+
+
 def plan_anthropic_action(action: Mapping[str, Any], geometry: ScreenGeometry) -> ActionPlan:
     """Plan one Anthropic computer-use action (the tool_use `input`) in native pixels.
 
-    Raises UnsupportedActionError for drags, button down/up and malformed actions.
+    Raises UnsupportedActionError for unknown and malformed actions.
     """
     name = action.get("action")
     if name in _ANTHROPIC_CLICKS:
@@ -319,8 +351,10 @@ def plan_anthropic_action(action: Mapping[str, Any], geometry: ScreenGeometry) -
         return ActionPlan(wants_screenshot=False, wants_cursor=True)
     if name == "zoom":
         return _anthropic_zoom(action, geometry)
-    if name in ("left_click_drag", "left_mouse_down", "left_mouse_up"):
-        raise _unsupported_drag(str(name))
+    if name == "left_click_drag":
+        return _anthropic_drag(action, geometry)
+    if name in ("left_mouse_down", "left_mouse_up"):
+        return _anthropic_button(action, geometry, down=name == "left_mouse_down")
     raise UnsupportedActionError(f"unknown computer-use action {name!r}")
 
 
@@ -373,10 +407,19 @@ def _openai_scroll(action: Mapping[str, Any], geometry: ScreenGeometry) -> Actio
     return ActionPlan(events=tuple(events), pointer=(x, y))
 
 
+def _openai_drag(action: Mapping[str, Any], geometry: ScreenGeometry) -> ActionPlan:
+    path = action.get("path")
+    if not isinstance(path, list) or len(path) < 2 or not all(isinstance(p, dict) for p in path):
+        raise UnsupportedActionError(f"drag: path must be two or more {{x, y}} points: {path!r}")
+    points = [_openai_point(point, geometry) for point in path]
+    events = _with_modifiers(list(_drag(points[0], points[1:])), _openai_modifiers(action))
+    return ActionPlan(events=tuple(events), pointer=points[-1])
+
+
 def plan_openai_action(action: Mapping[str, Any], geometry: ScreenGeometry) -> ActionPlan:
     """Plan one OpenAI computer-use action (a `computer_call`'s `action`) in native pixels.
 
-    Raises UnsupportedActionError for `drag` and malformed actions.
+    Raises UnsupportedActionError for unknown and malformed actions.
     """
     name = action.get("type")
     if name == "click":
@@ -401,7 +444,7 @@ def plan_openai_action(action: Mapping[str, Any], geometry: ScreenGeometry) -> A
     if name == "screenshot":
         return ActionPlan()
     if name == "drag":
-        raise _unsupported_drag("drag")
+        return _openai_drag(action, geometry)
     raise UnsupportedActionError(f"unknown computer-use action {name!r}")
 
 
@@ -412,3 +455,39 @@ def plan_action(
     if dialect == "anthropic":
         return plan_anthropic_action(action, geometry)
     return plan_openai_action(action, geometry)
+
+
+class HostWait:
+    """A model's `wait` run on the rig instead of a sleep, as a sequence of host waits.
+
+    It waits up to the duration for the screen to change, then for the screen to stay
+    still for WAIT_QUIET_MS in whatever time is left: a page that loads ends the wait as
+    soon as it has painted; a screen where nothing happens takes the whole duration, as
+    a sleep would. Never longer than the duration. Pure: `next()` says which wait to
+    run (`until`, `timeout_ms`, `quiet_ms`), `record()` takes its result.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.remaining_ms = max(0, round(seconds * 1000))
+        self._until: WaitUntil | None = "change"
+
+    def next(self) -> tuple[WaitUntil, int, int | None] | None:
+        """The next wait to run, or None when the model's wait is over."""
+        if self._until is None or self.remaining_ms < 1:
+            return None
+        timeout_ms = min(self.remaining_ms, MAX_HOST_WAIT_MS)
+        if self._until == "change":
+            return ("change", timeout_ms, None)
+        if timeout_ms < MIN_QUIET_MS:
+            return None
+        return ("quiet", timeout_ms, min(WAIT_QUIET_MS, timeout_ms))
+
+    def record(self, result: WaitResult) -> None:
+        """Account for one wait's result."""
+        step = self.next()
+        spent = step[1] if step is not None and not result.met else round(result.waited_ms)
+        self.remaining_ms = max(0, self.remaining_ms - spent)
+        if self._until == "quiet":
+            self._until = None  # met or not, the time for it is spent
+        elif result.met:
+            self._until = "quiet"

@@ -6,18 +6,24 @@ Two action dialects are understood:
   "left_click", "coordinate": [x, y]}`, `type`, `key` (xdotool names, `"ctrl+s"`,
   `"Return"`), `mouse_move`, `double_click`, `triple_click`, `right_click`,
   `middle_click`, `scroll` (`scroll_direction`, `scroll_amount` in wheel clicks),
-  `hold_key`, `wait`, `screenshot`, `cursor_position`, `zoom`.
+  `left_click_drag` (`start_coordinate` → `coordinate`), `left_mouse_down`,
+  `left_mouse_up`, `hold_key`, `wait`, `screenshot`, `cursor_position`, `zoom`.
 - **OpenAI** (`computer_use_preview` tool): `{"type": "click", "x": …, "y": …,
   "button": "left"}`, `double_click`, `scroll` (`scroll_x`/`scroll_y` in pixels),
-  `type`, `keypress` (`keys: ["CTRL", "S"]`), `move`, `screenshot`, `wait`.
+  `type`, `keypress` (`keys: ["CTRL", "S"]`), `move`, `drag` (`path` of `{x, y}`),
+  `screenshot`, `wait`.
 
 The planners (`plan_anthropic_action`, `plan_openai_action`) are pure: an action and
 a `ScreenGeometry` in, an `ActionPlan` (events in native pixels, a wait, what to send
-back) out. `ComputerUseRunner` / `AsyncComputerUseRunner` execute a plan on a session.
+back) out. `ComputerUseRunner` / `AsyncComputerUseRunner` execute a plan on a session:
+its events in one batch that lets the screen settle before the screenshot is taken
+(`settle=False` to answer at once).
 
-Actions that need a mouse button held across a move (`left_click_drag`,
-`left_mouse_down`/`up`, OpenAI `drag`) raise `UnsupportedActionError`: the Rigway
-input API has only whole clicks (`mouse_click`), no button-down/up events.
+Drags are `mouse_down`, moves, `mouse_up` in one batch. `left_mouse_down` leaves the
+button held across actions (the model moves the pointer in between) until
+`left_mouse_up`, or until the session ends. A `wait` runs on the rig (`HostWait`): up to
+its duration for the screen to change, then for it to go still; a screen on which
+nothing happens takes the whole duration, as a sleep would.
 
 Screenshot scaling (see `ScreenGeometry`): for Anthropic, the largest size within
 1568 px on the long edge and 1.15 megapixels, the limits under which Claude sees an
@@ -37,12 +43,11 @@ runner's own events left the pointer (the API cannot read it back).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._async import asyncio_sleep
+from ._act_ops import SettleLike
 from ._async_session import AsyncSessionHandle
 from ._computer_keys import anthropic_key, openai_keys
 from ._computer_plans import (
@@ -51,6 +56,7 @@ from ._computer_plans import (
     SCROLL_PIXELS_PER_NOTCH,
     ActionPlan,
     Dialect,
+    HostWait,
     ScreenGeometry,
     plan_action,
     plan_anthropic_action,
@@ -60,7 +66,7 @@ from ._geometry import Region
 from ._operations import MAX_EVENTS_PER_BATCH
 from ._session import SessionHandle
 from .errors import UnsupportedActionError
-from .models import InputEvent, Screenshot
+from .models import InputEvent, Screenshot, Settle
 
 __all__ = [
     "ANTHROPIC_MAX_LONG_EDGE_PX",
@@ -73,6 +79,7 @@ __all__ = [
     "AsyncComputerUseRunner",
     "ComputerUseRunner",
     "Dialect",
+    "HostWait",
     "ScreenGeometry",
     "anthropic_key",
     "anthropic_tool_param",
@@ -150,12 +157,15 @@ def _batches(events: tuple[InputEvent, ...]) -> list[list[InputEvent]]:
 
 
 class _RunnerState:
-    """Geometry, dialect and the pointer position shared by both runners."""
+    """Geometry, dialect, settle and the pointer position shared by both runners."""
 
-    def __init__(self, geometry: ScreenGeometry, dialect: Dialect, quality: int | None) -> None:
+    def __init__(
+        self, geometry: ScreenGeometry, dialect: Dialect, quality: int | None, settle: SettleLike
+    ) -> None:
         self.geometry = geometry
         self.dialect = dialect
         self.quality = quality
+        self.settle = settle
         # Rigway cannot read the pointer back, so the runner remembers where its own
         # events left it (None until an action moved it).
         self.pointer: tuple[int, int] | None = None
@@ -167,6 +177,12 @@ class _RunnerState:
                 "cursor_position: unknown until an action has moved the pointer"
             )
         return plan
+
+    def batches(self, plan: ActionPlan) -> list[tuple[list[InputEvent], SettleLike]]:
+        """The plan's events in batches, the last one settling (when asked to)."""
+        batches = _batches(plan.events)
+        last = len(batches) - 1
+        return [(batch, self.settle if i == last else None) for i, batch in enumerate(batches)]
 
     def after(self, plan: ActionPlan) -> str | None:
         if plan.pointer is not None:
@@ -180,8 +196,10 @@ class _RunnerState:
 class ComputerUseRunner:
     """Runs model actions on a `SessionHandle` and returns what the model should see.
 
-    `runner.run(action)` plans the action, sends its events in one batch, waits, and
-    returns an `ActionResult` with a screenshot at the geometry's image size.
+    `runner.run(action)` plans the action, sends its events in one batch that settles
+    (`settle`: True for the gateway's defaults, a `Settle`, or False), runs the model's
+    wait on the rig, and returns an `ActionResult` with a screenshot at the geometry's
+    image size.
     """
 
     def __init__(
@@ -191,11 +209,10 @@ class ComputerUseRunner:
         *,
         dialect: Dialect,
         quality: int | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        settle: Settle | bool = True,
     ) -> None:
         self.session = session
-        self._state = _RunnerState(geometry, dialect, quality)
-        self._sleep = sleep
+        self._state = _RunnerState(geometry, dialect, quality, settle)
 
     @property
     def geometry(self) -> ScreenGeometry:
@@ -211,10 +228,12 @@ class ComputerUseRunner:
     def run(self, action: Mapping[str, Any]) -> ActionResult:
         """Execute one action; UnsupportedActionError is meant for the model to read."""
         plan = self._state.plan(action)
-        for batch in _batches(plan.events):
-            self.session.input(batch)
-        if plan.wait_s > 0:
-            self._sleep(plan.wait_s)
+        for batch, settle in self._state.batches(plan):
+            self.session.act(batch, settle=settle)
+        wait = HostWait(plan.wait_s)
+        while (step := wait.next()) is not None:
+            until, timeout_ms, quiet_ms = step
+            wait.record(self.session.wait_for(until, timeout_ms=timeout_ms, quiet_ms=quiet_ms))
         text = self._state.after(plan)
         shot = None
         if plan.zoom is not None or plan.wants_screenshot:
@@ -232,11 +251,10 @@ class AsyncComputerUseRunner:
         *,
         dialect: Dialect,
         quality: int | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio_sleep,
+        settle: Settle | bool = True,
     ) -> None:
         self.session = session
-        self._state = _RunnerState(geometry, dialect, quality)
-        self._sleep = sleep
+        self._state = _RunnerState(geometry, dialect, quality, settle)
 
     @property
     def geometry(self) -> ScreenGeometry:
@@ -252,10 +270,13 @@ class AsyncComputerUseRunner:
     async def run(self, action: Mapping[str, Any]) -> ActionResult:
         """Execute one action; UnsupportedActionError is meant for the model to read."""
         plan = self._state.plan(action)
-        for batch in _batches(plan.events):
-            await self.session.input(batch)
-        if plan.wait_s > 0:
-            await self._sleep(plan.wait_s)
+        for batch, settle in self._state.batches(plan):
+            await self.session.act(batch, settle=settle)
+        wait = HostWait(plan.wait_s)
+        while (step := wait.next()) is not None:
+            until, timeout_ms, quiet_ms = step
+            result = await self.session.wait_for(until, timeout_ms=timeout_ms, quiet_ms=quiet_ms)
+            wait.record(result)
         text = self._state.after(plan)
         shot = None
         if plan.zoom is not None or plan.wants_screenshot:
