@@ -8,6 +8,12 @@ is a WAIT_TIMEOUT. It checks the rules DXGI enforces (one frame held at a time, 
 metadata or copy without a held frame, no acquire before a duplication exists) by
 answering DXGI_ERROR_INVALID_CALL, and records what was called.
 
+Each `create` makes a new `FakeOutputDuplication`, the object DuplicateOutput hands
+out, and drops the last one, as the binding does; a call's frame refers to it while
+the call runs, as the binding's does to the COM method it calls, so an exception kept
+past its handler keeps it alive. Like DXGI, `create` refuses a second duplication of
+the output (E_INVALIDARG) while an earlier one is still alive anywhere.
+
 The surface of a rotated output is derived with numpy alone (ROTATE90: the desktop is
 the surface turned clockwise, as in Microsoft's DesktopDuplication sample), so the
 fake does not lean on the code under test.
@@ -16,8 +22,10 @@ fake does not lean on the code under test.
 from __future__ import annotations
 
 import struct
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import numpy as np
 
@@ -30,7 +38,7 @@ from rigway.agent.backends.windows.capture import (
     MappedSurface,
     open_screen_over,
 )
-from rigway.agent.backends.windows.dxgi_policy import HResultError
+from rigway.agent.backends.windows.dxgi_policy import DUPLICATE_OUTPUT, HResultError
 from rigway.agent.backends.windows.geometry import OutputPlacement
 from rigway.agent.backends.windows.roles import ScreenRole
 
@@ -39,6 +47,7 @@ __all__ = [
     "FakeDuplication",
     "FakeFrame",
     "FakeGdi",
+    "FakeOutputDuplication",
     "fake_screen",
 ]
 
@@ -85,6 +94,13 @@ def move_record(source_x: int, source_y: int, destination: Rect) -> bytes:
     return struct.pack("<2i", source_x, source_y) + ltrb(destination)
 
 
+class FakeOutputDuplication:
+    """One duplication object: alive while anything refers to it."""
+
+    def __init__(self, serial: int) -> None:
+        self.serial = serial
+
+
 @dataclass
 class FakeDuplication:
     """A duplication of one output of `width` x `height` desktop pixels."""
@@ -111,6 +127,9 @@ class FakeDuplication:
     staging: Pixels | None = None
     is_staging_mapped: bool = False
     last_mapped: MappedSurface | None = None
+    # Every duplication object made, first first; dead once nothing refers to it.
+    made: list[weakref.ref[FakeOutputDuplication]] = field(default_factory=list)
+    _object: FakeOutputDuplication | None = None
     _is_live: bool = False
     _present_time: int = 0
     _pending_mode: tuple[int, int, int] | None = None
@@ -157,13 +176,19 @@ class FakeDuplication:
         self.calls.append("create")
         self.holding = None
         self._is_live = False
+        self._object = None
         if self.create_failures:
             raise self.create_failures.popleft()
+        if any(made() is not None for made in self.made):
+            # "The calling application is already duplicating this desktop output."
+            raise HResultError(dx.E_INVALIDARG, DUPLICATE_OUTPUT)
         if self._pending_mode is not None:
             self.width, self.height, self.rotation = self._pending_mode
             self._pending_mode = None
             self.desktop = np.zeros((self.height, self.width, 4), dtype=np.uint8)
         self.created += 1
+        self._object = FakeOutputDuplication(self.created)
+        self.made.append(weakref.ref(self._object))
         self._is_live = True
         if self.first_frame_on_create:
             whole = Rect(0, 0, self.width, self.height)
@@ -176,16 +201,20 @@ class FakeDuplication:
 
     def acquire_next_frame(self, timeout_ms: int) -> FrameInfo:
         self._call("acquire_next_frame")
+        duplication = self._object  # noqa: F841 (referred to while the call runs)
         self.acquire_timeouts_ms.append(timeout_ms)
         if not self._is_live or self.holding is not None:
             raise HResultError(dx.DXGI_ERROR_INVALID_CALL, "AcquireNextFrame")
         if not self.frames:
             raise HResultError(dx.DXGI_ERROR_WAIT_TIMEOUT, "AcquireNextFrame")
-        frame = self.frames.popleft()
-        if isinstance(frame, HResultError):
-            if frame.hresult in _KILLS_DUPLICATION:
+        head = self.frames[0]
+        if isinstance(head, HResultError):
+            if head.hresult in _KILLS_DUPLICATION:
                 self._is_live = False
-            raise frame
+            del head
+            _raise_scripted(self.frames)
+        frame = self.frames.popleft()
+        assert isinstance(frame, FakeFrame)
         self.holding = frame
         return frame.info
 
@@ -234,15 +263,16 @@ class FakeDuplication:
         self.calls.append("close")
         self.is_closed = True
         self._is_live = False
+        self._object = None
 
     # -- inside ---------------------------------------------------------------------------
     def _call(self, name: str) -> None:
         self.calls.append(name)
-        failure = self.failures.pop(name, None)
-        if failure is not None:
-            if failure.hresult in _KILLS_DUPLICATION:
+        duplication = self._object  # noqa: F841 (referred to while the call runs)
+        if name in self.failures:
+            if self.failures[name].hresult in _KILLS_DUPLICATION:
                 self._is_live = False
-            raise failure
+            _raise_scripted(self.failures, name)
 
     def _held(self) -> FakeFrame:
         if self.holding is None:
@@ -272,6 +302,24 @@ class FakeDuplication:
         ys, xs = np.nonzero(np.rot90(mask, k=turns))
         x, y = int(xs.min()), int(ys.min())
         return Rect(x, y, int(xs.max()) + 1 - x, int(ys.max()) + 1 - y)
+
+
+def _raise_scripted(
+    scripted: deque[FakeFrame | HResultError] | dict[str, HResultError], name: str = ""
+) -> NoReturn:
+    """Raise the scripted error at the head of `scripted` (or under `name`), taken out of
+    it, the way the binding raises a fresh one: no frame of the fake keeps it (a local
+    naming it would tie that frame and the traceback into a cycle, which would keep the
+    duplication alive whatever the capture does)."""
+    if isinstance(scripted, deque):
+        error = scripted.popleft()
+        assert isinstance(error, HResultError)
+    else:
+        error = scripted.pop(name)
+    try:
+        raise error
+    finally:
+        del error
 
 
 def _padded(surface: Pixels) -> MappedSurface:

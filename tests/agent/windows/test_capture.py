@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -275,7 +278,8 @@ def test_switch_poll_reports_whole_screen() -> None:
 
 def test_fatal_creation_opens_gdi() -> None:
     duplication = FakeDuplication(64, 48)
-    duplication.create_failures.append(HResultError(dx.E_INVALIDARG, "DuplicateOutput"))
+    failure = HResultError(dx.E_INVALIDARG, "D3D11CreateDevice on \\\\.\\DISPLAY1")
+    duplication.create_failures.append(failure)
     gdi = FakeGdi(duplication)
     screen = open_screen_over(lambda: duplication, gdi, FakeClock())
     assert (screen.capture_mode, screen.has_damage) == ("gdi", False)
@@ -424,3 +428,89 @@ def test_fake_screen_paint_round_trip() -> None:
     duplication.paint(Rect(4, 4, 2, 2), GREEN)
     assert screen.poll_damage() == [Rect(4, 4, 2, 2)]
     assert tuple(screen.grab()[5, 5]) == GREEN
+
+
+# ---- a lost duplication is gone before the next is made -------------------------------
+
+
+@pytest.fixture
+def no_cycle_collector() -> Iterator[None]:
+    """Only reference counting frees objects: what a cycle holds stays alive."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+LOSSES_WHILE_A_FRAME_IS_HELD = [
+    ("frame_dirty_rects", "GetFrameDirtyRects"),
+    ("copy_frame_to_staging", "QueryInterface(ID3D11Texture2D)"),
+    ("release_frame", "ReleaseFrame"),
+]
+
+
+@pytest.mark.usefixtures("no_cycle_collector")
+@pytest.mark.parametrize(("method", "operation"), LOSSES_WHILE_A_FRAME_IS_HELD)
+def test_a_duplication_lost_while_a_frame_is_held_is_freed_at_once(
+    method: str, operation: str
+) -> None:
+    duplication = FakeDuplication(64, 48)
+    screen = settled(duplication)
+    duplication.paint(Rect(1, 1, 2, 2), RED)
+    duplication.failures[method] = HResultError(dx.DXGI_ERROR_ACCESS_LOST, operation)
+    screen.poll_damage()
+    first = duplication.made[0]
+    duplication.close()  # drops the port's own reference, as a recreate does first
+    assert first() is None
+
+
+@pytest.mark.usefixtures("no_cycle_collector")
+@pytest.mark.parametrize(("method", "operation"), LOSSES_WHILE_A_FRAME_IS_HELD)
+def test_a_duplication_lost_while_a_frame_is_held_is_recreated(method: str, operation: str) -> None:
+    duplication = FakeDuplication(64, 48)
+    clock = FakeClock()
+    screen = settled(duplication, clock)
+    duplication.paint(Rect(1, 1, 2, 2), RED)
+    duplication.failures[method] = HResultError(dx.DXGI_ERROR_ACCESS_LOST, operation)
+    screen.poll_damage()
+    clock.advance(0.25)
+    assert screen.poll_damage() == [WHOLE]
+    assert duplication.created == 2
+    assert screen.capture_mode == "dxgi"
+
+
+@pytest.mark.usefixtures("no_cycle_collector")
+def test_a_duplication_lost_on_acquire_is_freed_at_once() -> None:
+    duplication = FakeDuplication(64, 48)
+    screen = settled(duplication)
+    duplication.fail_acquire(dx.DXGI_ERROR_ACCESS_LOST)
+    screen.poll_damage()
+    duplication.close()
+    assert duplication.made[0]() is None
+
+
+def test_a_duplication_still_alive_delays_the_next_without_giving_up() -> None:
+    duplication = FakeDuplication(64, 48)
+    clock = FakeClock()
+    screen = settled(duplication, clock)
+    duplication.fail_acquire(dx.DXGI_ERROR_ACCESS_LOST)
+    screen.poll_damage()
+    duplication.create_failures.append(HResultError(dx.E_INVALIDARG, "DuplicateOutput"))
+    clock.advance(0.25)
+    screen.poll_damage()
+    clock.advance(0.25)
+    assert screen.poll_damage() == [WHOLE]
+    assert duplication.created == 2
+
+
+def test_the_fake_refuses_a_second_duplication_while_the_first_lives() -> None:
+    duplication = FakeDuplication(64, 48)
+    duplication.create()
+    kept = duplication.made[0]()
+    with pytest.raises(HResultError) as raised:
+        duplication.create()
+    assert raised.value.hresult == dx.E_INVALIDARG
+    assert kept is not None

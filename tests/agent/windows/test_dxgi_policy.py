@@ -6,11 +6,13 @@ import pytest
 
 from rigway.agent.backends.windows import dxgi_types as dx
 from rigway.agent.backends.windows.dxgi_policy import (
+    DUPLICATE_OUTPUT,
     Failure,
     HResultError,
     ProgressiveWait,
     Recovery,
     classify,
+    classify_creation,
 )
 from tests.agent.windows.fake_capture import FakeClock
 
@@ -106,9 +108,35 @@ def test_recovery_unsupported_creations_give_up() -> None:
     assert recovery.is_exhausted
 
 
+def test_invalid_argument_from_duplicate_output_is_transient() -> None:
+    error = HResultError(dx.E_INVALIDARG, DUPLICATE_OUTPUT)
+    assert classify_creation(error) is Failure.TRANSIENT_CREATION
+
+
+def test_invalid_argument_from_another_creation_step_is_fatal() -> None:
+    error = HResultError(dx.E_INVALIDARG, "D3D11CreateDevice on \\\\.\\DISPLAY1")
+    assert classify_creation(error) is Failure.FATAL
+
+
+def test_recovery_retries_a_duplication_refused_while_the_old_one_lives() -> None:
+    clock = FakeClock()
+    recovery = Recovery(clock, give_up_after=2)
+    recovery.creation_failed(HResultError(dx.E_INVALIDARG, DUPLICATE_OUTPUT))
+    assert not recovery.is_exhausted
+    clock.advance(0.25)
+    assert recovery.may_retry()
+
+
+def test_recovery_gives_up_on_a_duplication_refused_every_time() -> None:
+    recovery = Recovery(FakeClock(), give_up_after=2)
+    for _ in range(2):
+        recovery.creation_failed(HResultError(dx.E_INVALIDARG, DUPLICATE_OUTPUT))
+    assert recovery.is_exhausted
+
+
 def test_recovery_fatal_creation_gives_up_at_once() -> None:
     recovery = Recovery(FakeClock())
-    recovery.creation_failed(HResultError(dx.E_INVALIDARG, "DuplicateOutput"))
+    recovery.creation_failed(HResultError(dx.E_INVALIDARG, "D3D11CreateDevice on \\\\.\\X"))
     assert recovery.is_exhausted
     assert not recovery.may_retry()
 

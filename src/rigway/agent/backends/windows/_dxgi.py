@@ -31,7 +31,7 @@ from rigway.agent.backends.windows.capture_ports import (
     MappedSurface,
 )
 from rigway.agent.backends.windows.dirty import surface_size
-from rigway.agent.backends.windows.dxgi_policy import HResultError
+from rigway.agent.backends.windows.dxgi_policy import DUPLICATE_OUTPUT, HResultError
 from rigway.agent.backends.windows.dxgi_types import (
     D3D11_CPU_ACCESS_READ,
     D3D11_SDK_VERSION,
@@ -291,15 +291,22 @@ class DxgiDuplication:
         _com.ensure_mta()
         self._release()
         candidates = find_output(self._output_index)
-        first_error: HResultError | None = None
+        # Only the HRESULT and operation of the first failure are kept: the exception's
+        # traceback holds `_open`'s frame, whose locals are the device and duplication
+        # just made, and raising a kept exception again from here would tie that frame
+        # into a cycle with this one; freed only by the cycle collector, the old
+        # duplication makes every later DuplicateOutput fail with E_INVALIDARG.
+        first_failure: tuple[int, str] | None = None
         for choice in candidates:
             try:
                 return self._open(choice)
             except HResultError as error:
-                first_error = first_error if first_error is not None else error
-                self._release()
-        assert first_error is not None
-        raise first_error
+                if first_failure is None:
+                    first_failure = (error.hresult, error.operation)
+            # Past the handler the exception and its frames are gone; ours go too.
+            self._release()
+        assert first_failure is not None
+        raise HResultError(*first_failure)
 
     def _open(self, choice: OutputChoice) -> DuplicationDesc:
         com = self._com
@@ -326,7 +333,7 @@ class DxgiDuplication:
         self._device, self._context = device, context
         output1 = self._query(choice.output, "IDXGIOutput1")
         duplication = ctypes.POINTER(com["IDXGIOutputDuplication"])()
-        _call(com, "DuplicateOutput", output1.DuplicateOutput, device, ctypes.byref(duplication))
+        _call(com, DUPLICATE_OUTPUT, output1.DuplicateOutput, device, ctypes.byref(duplication))
         self._duplication = duplication
         desc = DXGI_OUTDUPL_DESC()
         duplication.GetDesc(ctypes.byref(desc))

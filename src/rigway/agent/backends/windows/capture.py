@@ -242,21 +242,26 @@ class DxgiScreen:
             self._lose(error)
             return _Acquired.LOST
         self._recovery.delivered()
-        failure: HResultError | None = None
+        # Only the HRESULT and the operation outlive the handlers. An exception kept in
+        # a local refers to this frame through its traceback: that cycle would keep the
+        # frames it passed through, and the duplication they refer to, alive until the
+        # cycle collector ran, and DuplicateOutput refuses a new duplication of the
+        # output (E_INVALIDARG) while the old one lives.
+        failed: tuple[int, str] | None = None
         acquired = _Acquired.POINTER_ONLY
         try:
             if info.last_present_time != 0:
                 self._take_frame(info)
                 acquired = _Acquired.IMAGE
         except HResultError as error:
-            failure = error
+            failed = (error.hresult, error.operation)
         finally:
             try:
                 self._port.release_frame()
             except HResultError as error:
-                failure = failure if failure is not None else error
-        if failure is not None:
-            self._lose(failure)
+                failed = failed if failed is not None else (error.hresult, error.operation)
+        if failed is not None:
+            self._lose(HResultError(*failed))
             return _Acquired.LOST
         return acquired
 

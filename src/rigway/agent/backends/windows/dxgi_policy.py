@@ -10,7 +10,8 @@ EnumOutputsExpectedErrors) and the DuplicateOutput / AcquireNextFrame documentat
   mutex. Build a new one.
 - transient creation: a new one cannot be had *yet* (the secure desktop or a locked
   session: E_ACCESSDENIED; a mode switch: UNSUPPORTED; too many duplications in the
-  session; the output gone for a moment). Retry later.
+  session; the output gone for a moment; E_INVALIDARG from DuplicateOutput while an
+  earlier duplication of the output by this process is not released yet). Retry later.
 - fatal: anything else; DXGI will not work here, use GDI.
 
 Retries are paced by `ProgressiveWait` (the sample's 250 ms x20, 2 s x60, then 5 s),
@@ -38,6 +39,7 @@ from rigway.agent.backends.windows.dxgi_types import (
     DXGI_ERROR_UNSUPPORTED,
     DXGI_ERROR_WAIT_TIMEOUT,
     E_ACCESSDENIED,
+    E_INVALIDARG,
     WAIT_ABANDONED,
     hresult,
     hresult_name,
@@ -45,6 +47,7 @@ from rigway.agent.backends.windows.dxgi_types import (
 
 __all__ = [
     "DEFAULT_GIVE_UP_AFTER",
+    "DUPLICATE_OUTPUT",
     "DxgiUnavailableError",
     "Failure",
     "HResultError",
@@ -52,7 +55,11 @@ __all__ = [
     "ProgressiveWait",
     "Recovery",
     "classify",
+    "classify_creation",
 ]
+
+# The operation name a failed IDXGIOutput1::DuplicateOutput carries.
+DUPLICATE_OUTPUT = "DuplicateOutput"
 
 
 class MonotonicClock(Protocol):
@@ -122,6 +129,16 @@ def classify(code: int) -> Failure:
     if signed in _TRANSIENT_CREATION:
         return Failure.TRANSIENT_CREATION
     return Failure.FATAL
+
+
+def classify_creation(error: HResultError) -> Failure:
+    """`classify` for a failed creation. DuplicateOutput answers E_INVALIDARG while this
+    process still duplicates the output: a lost duplication (or an earlier desktop's)
+    whose last reference has not gone yet. That passes, so it is transient; it counts
+    towards giving up, which covers the other meaning (a device on the wrong adapter)."""
+    if error.hresult == E_INVALIDARG and error.operation == DUPLICATE_OUTPUT:
+        return Failure.TRANSIENT_CREATION
+    return classify(error.hresult)
 
 
 class ProgressiveWait:
@@ -205,7 +222,7 @@ class Recovery:
         self._wait.record_failure()
 
     def creation_failed(self, error: HResultError) -> None:
-        failure = classify(error.hresult)
+        failure = classify_creation(error)
         if failure not in (Failure.RECREATE, Failure.TRANSIENT_CREATION):
             self._reason = str(error)
             return
