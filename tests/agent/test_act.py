@@ -56,6 +56,29 @@ class RestlessDesktop(DrawingDesktop):
         return [Rect(0, 0, 8, 8), *super().poll_damage()]
 
 
+class SlowDrawingDesktop(DrawingDesktop):
+    """Its redraw after a release shows up a few damage polls later, as a real toolkit's
+    does (the app repaints after it handled the event)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.draws_on_release = False
+        self.polls_until_redraw: int | None = None
+
+    def set_button(self, button: MouseButton, down: bool) -> None:
+        super().set_button(button, down)
+        if not down:
+            self.polls_until_redraw = 3
+
+    def poll_damage(self) -> list[Rect]:
+        if self.polls_until_redraw is not None:
+            self.polls_until_redraw -= 1
+            if self.polls_until_redraw == 0:
+                self.polls_until_redraw = None
+                self.damage(BUTTON_AREA)
+        return super().poll_damage()
+
+
 @dataclass
 class Rig:
     desktop: DrawingDesktop
@@ -303,6 +326,20 @@ async def test_receipts_say_which_events_changed_the_screen(rig: Rig) -> None:
 async def test_the_last_receipt_counts_what_changed_before_the_settle(rig: Rig) -> None:
     reply = await rig.batch({"type": "mouse_move", "x": 5, "y": 5}, {"type": "mouse_click"})
     assert [e["changed"] for e in reply["events"]] == [False, True]
+
+
+async def test_a_redraw_during_the_settle_counts_for_the_last_event(
+    screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
+) -> None:
+    rig = await _rig(SlowDrawingDesktop(), screen_worker, a11y_worker, input_worker)
+    try:
+        reply = await rig.batch(
+            {"type": "mouse_click", "x": 120, "y": 60}, settle={"quiet_ms": 40, "timeout_ms": 2000}
+        )
+    finally:
+        await rig.dispatcher.close()
+    assert reply["settle"]["settled"] is True
+    assert [e["changed"] for e in reply["events"]] == [True]
 
 
 async def test_receipt_times_follow_the_delays(rig: Rig) -> None:

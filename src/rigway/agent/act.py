@@ -15,10 +15,10 @@ damage (`ScreenService`). Per event, in order:
 4. with `expect: "change"`, the loop waits for damage after this event's mark, and
    stops the batch (`expectation_failed`) when none comes in time.
 
-The last receipt's `changed` is read right after the last event, before any settle;
-then the settle waits for quiet. Without damage (`has_damage` false) nothing can be
-watched: `changed` is always true, an expectation counts as met, and a settle never
-settles.
+The last receipt's `changed` is read right after the last event and, when the batch
+settles, again after the settle (a redraw the last event caused usually lands then).
+Without damage (`has_damage` false) nothing can be watched: `changed` is always true,
+an expectation counts as met, and a settle never settles.
 
 Before anything runs, the desktop must be drivable (`require_drivable`, on the input
 worker, as ever) and, with `require_unchanged`, the screen must not have changed near
@@ -140,6 +140,7 @@ class ActService:
             except InputInterruptedError as exc:
                 stopped = ops.InputStopped(events=receipts)
                 raise BatchStoppedError(ops.ERROR_HOST, str(exc), stopped) from exc
+            await run.recheck_last()
         return ops.InputDone(count=len(batch.events), events=receipts, settle=settle)
 
     async def on_input_worker(self, fn: Callable[[], _T]) -> _T:
@@ -244,6 +245,7 @@ class _BatchRun:
     started: float
     receipts: list[ops.EventReceipt] = field(default_factory=list)
     previous: _Ran | None = None
+    last: _Ran | None = None
 
     async def run_events(self) -> list[ops.EventReceipt]:
         for index, event in enumerate(self.events):
@@ -255,8 +257,17 @@ class _BatchRun:
             if event.expect == "change":
                 await self._expect_change(event, ran)
             self.previous = ran
+        self.last = self.previous
         await self._close_previous()
         return self.receipts
+
+    async def recheck_last(self) -> None:
+        """After a settle, the last event's `changed` covers the settle too: there is
+        no next event, and the redraw it caused usually lands during the settle."""
+        if self.last is None or not self.receipts or self.receipts[-1].changed:
+            return
+        if await self._changed_since(self.last.mark):
+            self.receipts[-1] = self.receipts[-1].model_copy(update={"changed": True})
 
     def _now_ms(self) -> float:
         return round((time.monotonic() - self.started) * 1000.0, 1)
