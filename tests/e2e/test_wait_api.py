@@ -285,3 +285,19 @@ async def test_a_masked_target_the_host_sent_in_plaintext_is_redacted(bare_stack
             "value": ops.MASKED_VALUE,
         },
     }  # fmt: skip
+
+
+async def test_a_session_that_ends_during_a_wait_answers_410(
+    sim_stack: tuple[Stack, WatchedSim],
+) -> None:
+    stack, sim = sim_stack
+    session_id = await stack.start_session()
+    walks = sim.walks
+    body = {"until": "target", "target": {"name": "No such control"}, "timeout_ms": 1000}
+    waiting = asyncio.create_task(stack.client.post(f"/v1/sessions/{session_id}/wait", json=body))
+    await stack.wait_until(lambda: sim.walks > walks)  # the wait runs on the host
+    ended = await stack.client.delete(f"/v1/sessions/{session_id}")
+    assert ended.status_code == 200, ended.text
+    response = await waiting
+    assert response.status_code == 410, response.text
+    assert response.json() == {"error": "session_ended: the host no longer runs this session"}
