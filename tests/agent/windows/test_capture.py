@@ -11,6 +11,7 @@ import pytest
 from rigway.agent.backends.base import Rect
 from rigway.agent.backends.windows import dxgi_types as dx
 from rigway.agent.backends.windows.capture import (
+    GDI_PROBE_INTERVAL_S,
     MAX_PENDING_RECTS,
     DxgiScreen,
     FrameInfo,
@@ -201,11 +202,74 @@ def test_grab_while_lost_captures_through_gdi() -> None:
     assert np.array_equal(screen.grab(), duplication.desktop)
 
 
-def test_poll_while_lost_reports_whole_screen() -> None:
-    duplication = FakeDuplication(64, 48)
-    screen = settled(duplication)
-    duplication.fail_acquire(dx.DXGI_ERROR_ACCESS_LOST)
+def lost_screen(duplication: FakeDuplication, clock: FakeClock, gdi: FakeGdi) -> DxgiScreen:
+    """A settled screen whose duplication was just lost (and not recreated yet)."""
+    screen = DxgiScreen(duplication, clock, gdi)
     assert screen.poll_damage() == [WHOLE]
+    duplication.fail_acquire(dx.DXGI_ERROR_ACCESS_LOST)
+    duplication.create_failures.extend(
+        HResultError(dx.E_ACCESSDENIED, "DuplicateOutput") for _ in range(100)
+    )
+    return screen
+
+
+def test_poll_while_lost_reports_nothing_when_gdi_sees_no_change() -> None:
+    duplication, clock = FakeDuplication(64, 48), FakeClock()
+    screen = lost_screen(duplication, clock, FakeGdi(duplication))
+    polls = []
+    for _ in range(5):
+        polls.append(screen.poll_damage())
+        clock.advance(GDI_PROBE_INTERVAL_S)
+    assert polls == [[]] * 5
+
+
+def test_poll_while_lost_and_gdi_refused_reports_nothing() -> None:
+    duplication, clock = FakeDuplication(64, 48), FakeClock()
+    gdi = FakeGdi(duplication, failure=OSError("BitBlt: access denied"))
+    screen = lost_screen(duplication, clock, gdi)
+    duplication.desktop[:] = 7  # the secure desktop: nothing can see it
+    polls = []
+    for _ in range(5):
+        polls.append(screen.poll_damage())
+        clock.advance(GDI_PROBE_INTERVAL_S)
+    assert polls == [[]] * 5
+    assert screen.grab().max() == 0  # the last frame
+
+
+def test_poll_while_lost_reports_the_box_gdi_sees_changed() -> None:
+    duplication, clock = FakeDuplication(64, 48), FakeClock()
+    screen = lost_screen(duplication, clock, FakeGdi(duplication))
+    screen.poll_damage()
+    clock.advance(GDI_PROBE_INTERVAL_S)
+    duplication.desktop[5:8, 10:14] = 7
+    duplication.desktop[20, 30] = 9
+    assert screen.poll_damage() == [Rect(10, 5, 21, 16)]
+    clock.advance(GDI_PROBE_INTERVAL_S)
+    assert screen.poll_damage() == []
+    assert np.array_equal(screen.grab(), duplication.desktop)
+
+
+def test_poll_while_lost_looks_through_gdi_at_most_once_an_interval() -> None:
+    duplication, clock = FakeDuplication(64, 48), FakeClock()
+    gdi = FakeGdi(duplication)
+    screen = lost_screen(duplication, clock, gdi)
+    screen.poll_damage()
+    before = gdi.captures
+    duplication.desktop[:] = 7
+    assert screen.poll_damage() == []
+    assert gdi.captures == before
+    clock.advance(GDI_PROBE_INTERVAL_S)
+    assert screen.poll_damage() == [WHOLE]
+    assert gdi.captures == before + 1
+
+
+def test_damage_drained_before_a_loss_is_still_reported() -> None:
+    duplication, clock = FakeDuplication(64, 48), FakeClock()
+    screen = settled(duplication, clock)
+    duplication.paint(Rect(1, 2, 3, 4), RED)
+    duplication.fail_acquire(dx.DXGI_ERROR_ACCESS_LOST)
+    screen.grab()
+    assert screen.poll_damage() == [Rect(1, 2, 3, 4)]
 
 
 def test_error_while_frame_held_still_releases_it() -> None:

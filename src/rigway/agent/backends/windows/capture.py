@@ -13,6 +13,11 @@ copies the rows, turned to the desktop's orientation, into a buffer of ours: not
 handed out points into mapped memory. Damage from every frame drained (by `grab` or
 `poll_damage`) accumulates until the next `poll_damage`.
 
+While the duplication is down (a mode change, the secure desktop, a locked session)
+nothing reports changes, so a poll looks through GDI itself, at most every
+`GDI_PROBE_INTERVAL_S`, and reports the box of pixels that differ from the last frame:
+nothing when GDI fails too or nothing changed, so a locked screen costs no re-encodes.
+
 https://learn.microsoft.com/en-us/windows/win32/direct3ddxgi/desktop-dup-api
 """
 
@@ -55,6 +60,7 @@ from rigway.agent.backends.windows.geometry import OutputPlacement
 from rigway.agent.backends.windows.roles import ScreenRole
 
 __all__ = [
+    "GDI_PROBE_INTERVAL_S",
     "DuplicationDesc",
     "DuplicationPort",
     "DxgiScreen",
@@ -76,6 +82,10 @@ MAX_FRAMES_PER_DRAIN = 16
 # Past this many rects pending, one whole-screen rect says the same for less.
 MAX_PENDING_RECTS = 256
 MAX_METADATA_REGROWS = 8
+# While the duplication is down, polls (every 5 ms in a wait) look through GDI at most
+# this often: a BitBlt of a whole output costs milliseconds. A change is reported up to
+# this much late then, like a slow frame.
+GDI_PROBE_INTERVAL_S = 0.1
 
 
 class _Acquired(enum.Enum):
@@ -115,8 +125,9 @@ class DxgiScreen:
 
     Builds the duplication at once; raises `DxgiUnavailableError` when it cannot be had
     (a fatal error; or a transient one with no `gdi` to show the screen meanwhile).
-    While the duplication is lost, grabs go through `gdi` when given (each poll then
-    reports the whole screen), else return the last frame. `gdi` is not closed here."""
+    While the duplication is lost, grabs go through `gdi` when given, else return the
+    last frame, and polls report what `gdi` shows changed (see the module docstring).
+    `gdi` is not closed here."""
 
     capture_mode = "dxgi"
     has_damage = True
@@ -132,6 +143,8 @@ class DxgiScreen:
     ) -> None:
         self._port = port
         self._gdi = gdi
+        self._clock = clock
+        self._gdi_probed_at_s: float | None = None
         self._first_frame_timeout_ms = first_frame_timeout_ms
         self._recovery = Recovery(clock, give_up_after)
         self._lock = threading.Lock()
@@ -156,14 +169,13 @@ class DxgiScreen:
 
     def poll_damage(self) -> list[Rect]:
         self._pump()
-        if not self._is_live:
-            # Nothing reports changes now; each grab captures afresh through GDI.
-            return [self._whole_screen()] if self._gdi is not None else []
         if self._is_whole_pending:
             self._is_whole_pending = False
             self._damage.clear()
             return [self._whole_screen()]
         rects, self._damage = self._damage, []
+        if not self._is_live and self._gdi is not None:
+            rects += self._probe_gdi(self._gdi)
         return rects
 
     def grab(self) -> Pixels:
@@ -337,6 +349,24 @@ class DxgiScreen:
         if self._buffer is not None and pixels.shape == self._buffer.shape:
             np.copyto(self._buffer, pixels)
 
+    def _probe_gdi(self, gdi: GdiPort) -> list[Rect]:
+        """What GDI shows changed since the last frame, kept as the last frame; nothing
+        when GDI fails, shows no change, or was asked too recently."""
+        now_s = self._clock.monotonic()
+        last_s = self._gdi_probed_at_s
+        if last_s is not None and now_s - last_s < GDI_PROBE_INTERVAL_S:
+            return []
+        self._gdi_probed_at_s = now_s
+        try:
+            pixels = gdi.capture().pixels
+        except OSError as error:
+            _log.debug("GDI cannot see the desktop while DXGI is lost: %s", error)
+            return []
+        changed = _changed_box(self._buffer, pixels)
+        if changed is not None:
+            self._buffer = _copied_into(self._buffer, pixels)
+        return [] if changed is None else [changed]
+
     def _grab_gdi(self, gdi: GdiPort) -> None:
         try:
             self._buffer = _copied_into(self._buffer, gdi.capture().pixels)
@@ -465,6 +495,21 @@ def _surface_view(mapped: MappedSurface) -> Pixels:
         strides=(mapped.pitch, 4, 1),
         writeable=False,
     )
+
+
+def _changed_box(before: Pixels | None, after: Pixels) -> Rect | None:
+    """The smallest rectangle holding every pixel that differs; all of `after` when the
+    sizes differ; None when nothing does."""
+    height, width = after.shape[:2]
+    if before is None or before.shape != after.shape:
+        return Rect(0, 0, width, height)
+    differs = np.any(before != after, axis=2)
+    rows = np.flatnonzero(differs.any(axis=1))
+    if rows.size == 0:
+        return None
+    columns = np.flatnonzero(differs.any(axis=0))
+    top, left = int(rows[0]), int(columns[0])
+    return Rect(left, top, int(columns[-1]) + 1 - left, int(rows[-1]) + 1 - top)
 
 
 def _copied_into(buffer: Pixels | None, pixels: Pixels) -> Pixels:
