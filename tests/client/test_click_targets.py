@@ -8,9 +8,11 @@ import pytest
 
 from rigway.client import (
     AmbiguousTargetError,
+    ObserveResult,
     Rigway,
     SessionHandle,
     Target,
+    TargetList,
     TargetNotFoundError,
 )
 from rigway.client._screen_models import pick_target
@@ -150,3 +152,21 @@ def test_pick_target_is_pure_and_returns_none_for_no_match() -> None:
     assert pick_target("zzz", targets) is None
     assert pick_target(2, targets) == targets[1]
     assert pick_target(2, []) is None
+
+
+def test_lists_look_targets_up_and_number_their_lines_from_one() -> None:
+    observed = ObserveResult.model_validate(
+        observe_json([*SNAPSHOT[:2], {**SNAPSHOT[3], "focused": True, "name": ""}])
+    )
+    listed = TargetList.model_validate({"width": 100, "height": 100, "targets": SNAPSHOT})
+
+    assert observed.target_lines() == [
+        "[1] Save (button) id=t_save",
+        "[2] Save as… (button) id=t_saveas",
+        "[3] (unnamed) (button) [focused] id=t_ok",
+    ]
+    assert observed.lookup(2) == observed.targets[1]
+    assert listed.lookup("save draft") == listed.targets[2]
+    assert listed.lookup("nothing") is None
+    with pytest.raises(AmbiguousTargetError):
+        listed.lookup("ok")

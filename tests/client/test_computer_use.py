@@ -262,7 +262,7 @@ def test_runner_drags_in_one_settled_batch(
 )
 def test_host_wait_is_never_longer_than_the_duration(
     seconds: float,
-    results: list[tuple[bool, float]],
+    results: list[tuple[bool, int]],
     expected: list[tuple[str, int, int | None]],
 ) -> None:
     wait = HostWait(seconds)

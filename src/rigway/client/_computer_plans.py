@@ -485,7 +485,7 @@ class HostWait:
     def record(self, result: WaitResult) -> None:
         """Account for one wait's result."""
         step = self.next()
-        spent = step[1] if step is not None and not result.met else round(result.waited_ms)
+        spent = step[1] if step is not None and not result.met else result.waited_ms
         self.remaining_ms = max(0, self.remaining_ms - spent)
         if self._until == "quiet":
             self._until = None  # met or not, the time for it is spent

@@ -246,7 +246,7 @@ class EventReceipt(ApiModel):
     index: int
     type: str
     ok: bool
-    at_ms: float
+    at_ms: int
     x: int | None = None
     y: int | None = None
     changed: bool = True
@@ -256,7 +256,7 @@ class SettleResult(ApiModel):
     """Whether the screen went still (`settled`) and how long the host waited for it."""
 
     settled: bool
-    waited_ms: float
+    waited_ms: int
 
 
 class InputResult(ApiModel):
@@ -298,5 +298,5 @@ class WaitResult(ApiModel):
     long the host waited, and for `until="target"` the control that appeared."""
 
     met: bool
-    waited_ms: float
+    waited_ms: int
     target: Target | None = None

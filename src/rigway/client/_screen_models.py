@@ -23,6 +23,7 @@ __all__ = [
     "Target",
     "TargetList",
     "pick_target",
+    "target_lines",
 ]
 
 
@@ -138,6 +139,12 @@ class TargetList(ApiModel):
         so `click(target=…)` can never fall back to clicking wherever the pointer is."""
         return _require_target(self.targets, name, role)
 
+    def lookup(self, ref: str | int) -> Target | None:
+        """The target `ref` names as `click(target=…)` resolves it: an id, a name
+        (exact, then ignoring case, then a substring; AmbiguousTargetError when several
+        match), or a 1-based index into `targets`. None when nothing matches."""
+        return pick_target(ref, self.targets)
+
 
 class DirtyRects(ApiModel):
     """Changed rectangles since the last take, `[x, y, w, h]` in native pixels.
@@ -219,6 +226,11 @@ class ObserveResult(ApiModel):
         """The native region this observation was cropped to (None: whole desktop)."""
         return self._region
 
+    def target_lines(self) -> list[str]:
+        """The targets as `[n] name (role) id=…` lines, numbered from 1 as
+        `click(target=n)` counts (the gateway's `text.targets` may number otherwise)."""
+        return target_lines(self.targets)
+
     @property
     def jpeg(self) -> bytes | None:
         """The decoded JPEG, or None when observed without an image."""
@@ -257,6 +269,23 @@ class ObserveResult(ApiModel):
         """Like `find_target`, but raises TargetNotFoundError instead of returning None,
         so `click(target=…)` can never fall back to clicking wherever the pointer is."""
         return _require_target(self.targets, name, role)
+
+    def lookup(self, ref: str | int) -> Target | None:
+        """The target `ref` names as `click(target=…)` resolves it: an id, a name
+        (exact, then ignoring case, then a substring; AmbiguousTargetError when several
+        match), or a 1-based index into `targets`. None when nothing matches."""
+        return pick_target(ref, self.targets)
+
+
+def target_lines(targets: Sequence[Target]) -> list[str]:
+    """One line per target, numbered from 1 as `click(target=n)` counts:
+    `[n] name (role) id=…`, with ` [focused]` after the role of the focused one."""
+    lines = []
+    for number, target in enumerate(targets, start=1):
+        focus = " [focused]" if target.focused else ""
+        name = target.name or "(unnamed)"
+        lines.append(f"[{number}] {name} ({target.role}){focus} id={target.id}")
+    return lines
 
 
 def _require_target(targets: list[Target], name: str | None, role: str | None) -> Target:
