@@ -182,3 +182,16 @@ async def running_stack(
         server.should_exit = True
         await serving
         sock.close()
+
+
+def batch_ran(response: httpx2.Response) -> int:
+    """The count of a 200 input answer whose receipts say every event ran, in order."""
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["ok"] is True, body
+    receipts = body["events"]
+    assert [receipt["index"] for receipt in receipts] == list(range(body["count"])), body
+    assert all(receipt["ok"] for receipt in receipts), body
+    count = body["count"]
+    assert isinstance(count, int)
+    return count

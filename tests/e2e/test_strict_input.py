@@ -24,7 +24,7 @@ from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.backends.sim.form import MAX_FIELD_CHARS
 from rigway.gateway.desktop.body_limit import input_body_limit
 from rigway.gateway.desktop.schemas import MAX_TEXT_CHARS
-from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, running_stack
 from tests.support.databases import create_postgres_database, drop_postgres_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
@@ -147,12 +147,12 @@ async def live(stack: Stack) -> AsyncIterator[Live]:
         cleared = await stack.client.post(
             f"{url}/input", json={"events": [{"type": "key_press", "key": "escape"}]}
         )
-        assert cleared.json() == {"ok": True, "count": 1}
+        assert batch_ran(cleared) == 1
         assert (await stack.client.get(f"{url}/dirty")).status_code == 200
         seeded = await stack.client.post(
             f"{url}/input", json={"events": [{"type": "type_text", "text": SEED_TEXT}]}
         )
-        assert seeded.json() == {"ok": True, "count": 1}
+        assert batch_ran(seeded) == 1
         assert stack.sim().field_text("username") == SEED_TEXT
         yield Live(stack, session_id, DesktopState.of(stack.sim()))
     finally:
@@ -210,6 +210,28 @@ BAD_BATCHES: dict[str, str] = {
     "extra_top_field": '{"events": [' + MOVE + '], "force": true}',
     "extra_event_field": _batch('{"type": "mouse_move", "x": 1, "y": 1, "z": 2}'),
     "field_of_other_event": _batch('{"type": "type_text", "text": "x", "key": "a"}'),
+    # Act and see: targets, expectations, frames, settle and observe.
+    "target_with_point": _batch('{"type": "mouse_click", "x": 1, "y": 1, "target": "t_1"}'),
+    "target_on_key": _batch('{"type": "key_press", "key": "a", "target": "t_1"}'),
+    "move_nowhere": _batch('{"type": "mouse_move"}'),
+    "down_off_desktop": _batch('{"type": "mouse_down", "x": 1920, "y": 1}'),
+    "up_button_unknown": _batch('{"type": "mouse_up", "button": "thumb"}'),
+    "expect_unknown": _batch('{"type": "key_press", "key": "a", "expect": "appear"}'),
+    "expect_timeout_5001": _batch(
+        '{"type": "key_press", "key": "a", "expect": "change", "expect_timeout_ms": 5001}'
+    ),
+    "expect_timeout_alone": _batch('{"type": "key_press", "key": "a", "expect_timeout_ms": 9}'),
+    "coords_image_without_frame": '{"events": [' + MOVE + '], "coords": "image"}',
+    "require_unchanged_without_frame": '{"events": [' + MOVE + '], "require_unchanged": true}',
+    "settle_quiet_over_timeout": (
+        '{"events": [' + MOVE + '], "settle": {"quiet_ms": 500, "timeout_ms": 400}}'
+    ),
+    "settle_timeout_10001": '{"events": [' + MOVE + '], "settle": {"timeout_ms": 10001}}',
+    "observe_partial_region": '{"events": [' + MOVE + '], "observe": {"x": 0, "y": 0}}',
+    "observe_region_past_desktop": (
+        '{"events": [' + MOVE + '], "observe": {"x": 1900, "y": 0, "w": 21, "h": 1}}'
+    ),
+    "observe_image_true": '{"events": [' + MOVE + '], "observe": {"image": true}}',
     # One bad event after many good ones: the whole batch is refused, nothing runs.
     "last_of_50_unknown_key": _batch(*[TYPE_A] * 49, '{"type": "key_press", "key": "nokey"}'),
     "last_of_50_off_desktop": _batch(*[TYPE_A] * 49, '{"type": "mouse_click", "x": 5000, "y": 1}'),
@@ -227,7 +249,7 @@ async def test_rejected_input_batch_400_and_nothing_ran(live: Live, body: str) -
 async def test_batch_of_100_events_200_all_ran(live: Live) -> None:
     events = [{"type": "type_text", "text": "a"}] * 100
     response = await live.stack.client.post(f"{live.url}/input", json={"events": events})
-    assert response.json() == {"ok": True, "count": 100}
+    assert batch_ran(response) == 100
     assert live.stack.sim().field_text("username") == SEED_TEXT + "a" * 100
     session = (await live.stack.client.get(live.url)).json()
     assert session["action_count"] == 102
@@ -236,7 +258,7 @@ async def test_batch_of_100_events_200_all_ran(live: Live) -> None:
 async def test_type_text_of_10000_chars_200(live: Live) -> None:
     events = [{"type": "type_text", "text": "b" * 10_000}]
     response = await live.stack.client.post(f"{live.url}/input", json={"events": events})
-    assert response.json() == {"ok": True, "count": 1}
+    assert batch_ran(response) == 1
     assert live.stack.sim().field_text("username").startswith(SEED_TEXT + "b")
 
 
@@ -265,7 +287,7 @@ async def test_accepted_batch_answers_after_last_event_ran(live: Live) -> None:
     elapsed = time.monotonic() - started
     # Read the sim at once, without polling: the answer must mean "all of it ran".
     checked, typed = sim.checkbox_checked, sim.field_text("username")
-    assert response.json() == {"ok": True, "count": 4}
+    assert batch_ran(response) == 4
     assert checked is not live.before.remember
     assert typed == SEED_TEXT + "-alice"
     assert elapsed >= 0.6
@@ -445,7 +467,7 @@ async def test_largest_valid_input_batch_200_all_ran(live: Live) -> None:
     body = json.dumps({"events": events}).encode()
     assert len(body) > live.stack.services.settings.max_body_bytes
     response = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
-    assert response.json() == {"ok": True, "count": 100}
+    assert batch_ran(response) == 100
     # The sim's field keeps its first MAX_FIELD_CHARS characters.
     typed = live.stack.sim().field_text("username")
     assert typed == (SEED_TEXT + emoji * MAX_FIELD_CHARS)[:MAX_FIELD_CHARS]
@@ -456,7 +478,7 @@ async def test_largest_valid_input_batch_200_all_ran(live: Live) -> None:
 async def test_input_body_of_exactly_its_limit_200(live: Live) -> None:
     body = _padded_batch(_input_limit(live.stack))
     response = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
-    assert response.json() == {"ok": True, "count": 1}
+    assert batch_ran(response) == 1
     assert live.stack.sim().field_text("username") == SEED_TEXT + "a"
 
 
@@ -512,7 +534,7 @@ async def test_only_a_valid_key_may_send_input_over_the_general_limit(
     assert_error(small, 401, "invalid_api_key")
     # The same large body with the session's own key goes through.
     owner = await live.stack.client.post(f"{live.url}/input", content=body, headers=JSON)
-    assert owner.json() == {"ok": True, "count": 1}
+    assert batch_ran(owner) == 1
 
 
 async def test_app_launch_keeps_the_general_limit_413_and_nothing_launched(live: Live) -> None:

@@ -24,9 +24,52 @@ GENERAL_LIMIT = 64 * 1024
 
 def _largest_batch() -> dict[str, Any]:
     """The most bytes a valid batch can hold: every event a type_text of the longest
-    escape at full length, with the longest delay."""
-    event = {"type": "type_text", "text": EMOJI * MAX_TEXT_CHARS, "delay_ms": 5000}
-    return {"events": [event] * max_input_events()}
+    escape at full length, with the longest delay and expectation, and the batch's own
+    fields at their longest."""
+    event = {
+        "type": "type_text",
+        "text": EMOJI * MAX_TEXT_CHARS,
+        "delay_ms": 5000,
+        "expect": "change",
+        "expect_timeout_ms": 5000,
+    }
+    return {
+        "events": [event] * max_input_events(),
+        "frame_id": "f" * 64,
+        "coords": "image",
+        "require_unchanged": True,
+        "settle": {"quiet_ms": 2000, "timeout_ms": 10000},
+        "observe": {
+            "image": 1,
+            "mark": 1,
+            "max_width": 16384,
+            "quality": 100,
+            "x": 65535,
+            "y": 65535,
+            "w": 65535,
+            "h": 65535,
+        },
+    }
+
+
+def _escaped(value: Any, indent: str = "") -> str:
+    """JSON with every character of every string escaped (`\\u0074` for "t", a
+    surrogate pair past U+FFFF) and pretty-printed: the longest way to write it."""
+    inner = indent + "  "
+    if isinstance(value, str):
+        units = value.encode("utf-16-be")
+        return (
+            '"'
+            + "".join(f"\\u{int.from_bytes(units[i : i + 2]):04x}" for i in range(0, len(units), 2))
+            + '"'
+        )
+    if isinstance(value, dict):
+        items = (f"{inner}{_escaped(k, inner)}: {_escaped(v, inner)}" for k, v in value.items())
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list):
+        items = (f"{inner}{_escaped(v, inner)}" for v in value)
+        return "[\n" + ",\n".join(items) + f"\n{indent}]"
+    return json.dumps(value)
 
 
 def test_the_event_bound_is_the_schemas() -> None:
@@ -34,10 +77,13 @@ def test_the_event_bound_is_the_schemas() -> None:
     InputBatchIn.model_validate_json(json.dumps({"events": [{"type": "key_press", "key": "a"}]}))
 
 
-@pytest.mark.parametrize("indent", [None, 2], ids=["json_dumps_default", "pretty_printed"])
-def test_the_largest_valid_batch_fits_under_the_input_limit(indent: int | None) -> None:
-    batch = _largest_batch()
-    body = json.dumps(batch, indent=indent).encode()
+@pytest.mark.parametrize(
+    "write",
+    [json.dumps, lambda batch: json.dumps(batch, indent=2), _escaped],
+    ids=["json_dumps_default", "pretty_printed", "every_character_escaped"],
+)
+def test_the_largest_valid_batch_fits_under_the_input_limit(write: Any) -> None:
+    body = write(_largest_batch()).encode()
     InputBatchIn.model_validate_json(body)  # valid, so the gateway must let it through
     assert len(body) > GENERAL_LIMIT
     assert len(body) <= input_batch_max_bytes()
@@ -45,8 +91,8 @@ def test_the_largest_valid_batch_fits_under_the_input_limit(indent: int | None) 
 
 def test_the_input_limit_is_the_batch_bounds_times_the_longest_escape() -> None:
     assert len(json.dumps(EMOJI)) == 2 + 12  # the escape the arithmetic counts
-    per_event = MAX_TEXT_CHARS * 12 + 256
-    assert input_batch_max_bytes() == 100 * per_event + 256
+    per_event = MAX_TEXT_CHARS * 12 + 512
+    assert input_batch_max_bytes() == 100 * per_event + 2048
     # Not far above what the largest batch takes either: within 1 %.
     assert input_batch_max_bytes() < len(json.dumps(_largest_batch())) * 1.01
 

@@ -205,7 +205,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
 
     app = FastAPI(
         title="Rigway API",
-        version="1.0.0",
+        version="1.1.0",
         summary=f"See and drive real desktops (gateway {__version__})",
         lifespan=lifespan,
         # FastAPI's OpenTelemetry hooks look for configured providers on every request

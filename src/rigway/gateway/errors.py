@@ -10,8 +10,10 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
     ├── InsufficientScope         403 insufficient_scope
     ├── NotFound                  404 <thing>_not_found
     ├── Conflict                  409 rig_offline / rig_busy / webhook_limit / wake_unavailable
-    │                                 / desktop_unavailable: <state> (input refused, nothing ran)
-    │                                 / frame_expired (a frame id unknown or forgotten)
+    │   │                             / desktop_unavailable: <state> (input refused, nothing ran)
+    │   │                             / frame_expired (a frame id unknown or forgotten)
+    │   └── InputConflict         409 target_gone / expectation_failed / desktop_unavailable
+    │                                 (+ events, stopped_at) / stale_frame (+ rects)
     ├── SessionEnded              410 session_ended
     ├── RateLimited               429 rate_limited / concurrency_limit (+ headers)
     ├── HostError                 502 host_error
@@ -20,6 +22,8 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from starlette.responses import JSONResponse
 
@@ -35,7 +39,7 @@ class ApiError(Exception):
             self.code = code
         self.headers: dict[str, str] = {}
 
-    def body(self) -> dict[str, str]:
+    def body(self) -> dict[str, Any]:
         return {"error": f"{self.code}: {self.detail}" if self.detail else self.code}
 
 
@@ -72,6 +76,18 @@ class NotFound(ApiError):
 class Conflict(ApiError):
     status = 409
     code = "conflict"
+
+
+class InputConflict(Conflict):
+    """A 409 of the input route that says more than its error: the receipts of what ran
+    and where the batch stopped, or the rectangles that changed near its points."""
+
+    def __init__(self, detail: str, *, code: str, extra: dict[str, Any]) -> None:
+        super().__init__(detail, code=code)
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        return super().body() | self.extra
 
 
 class SessionEnded(ApiError):
@@ -128,6 +144,20 @@ def frame_expired(frame_id: str) -> Conflict:
     """A frame id this session was never shown, or one too old to be kept (the last
     frames of a session are): the caller takes a fresh screenshot or observe."""
     return Conflict(f"frame {frame_id} is unknown or no longer kept", code="frame_expired")
+
+
+def input_stopped(
+    code: str, detail: str, events: list[dict[str, Any]], stopped_at: int
+) -> InputConflict:
+    """A batch the host stopped part-way (target_gone, expectation_failed,
+    desktop_unavailable): `events` are the receipts of what ran, the one at `stopped_at`
+    (ok false) the event that stopped it."""
+    return InputConflict(detail, code=code, extra={"events": events, "stopped_at": stopped_at})
+
+
+def stale_frame(detail: str, rects: list[tuple[int, int, int, int]]) -> InputConflict:
+    """The screen changed near the batch's points since its frame: nothing ran."""
+    return InputConflict(detail, code="stale_frame", extra={"rects": [list(r) for r in rects]})
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:

@@ -37,3 +37,20 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         status: {"model": ErrorOut, "description": _DESCRIPTIONS[status]}
         for status in sorted({400, 413, *statuses})
     }
+
+
+_INPUT_CONFLICTS = (
+    "desktop_unavailable: <state> (nothing ran, or + events, stopped_at when it stopped "
+    "part-way) / frame_expired (nothing ran) / stale_frame (+ rects; nothing ran) / "
+    "target_gone / expectation_failed (+ events, stopped_at: the receipts of what ran)"
+)
+
+
+def input_error_responses(
+    conflict_model: type[BaseModel], *statuses: int
+) -> dict[int | str, dict[str, Any]]:
+    """The input route's errors: its 409 bodies may carry receipts or rectangles beside
+    `error`, so they get a model of their own."""
+    responses = error_responses(409, *statuses)
+    responses[409] = {"model": conflict_model, "description": _INPUT_CONFLICTS}
+    return responses

@@ -14,13 +14,19 @@ from rigway.gateway.desktop.schemas import MAX_TEXT_CHARS, InputBatchIn
 # past U+FFFF escaped as a surrogate pair, `\ud83d\ude00`, as json.dumps writes an emoji.
 # A BMP character escaped takes 6 bytes, and unescaped UTF-8 at most 4.
 MAX_JSON_BYTES_PER_CHAR = 12
-# A type_text event without its text: `{"type": "type_text", "text": "", "delay_ms": 5000}`
-# is 51 bytes as json.dumps writes it; the rest is room for a separator and indentation.
-# No other event comes near a type_text event of full length (a key name is at most
-# 64 characters, a mouse event a few numbers), so this event bounds them all.
-EVENT_OVERHEAD_BYTES = 256
-# `{"events": [` ... `]}` around the events, with the same room for whitespace.
-ENVELOPE_BYTES = 256
+# A type_text event without its text, with every field it may carry:
+# `{"type": "type_text", "text": "", "delay_ms": 5000, "expect": "change",
+# "expect_timeout_ms": 5000}` is 98 bytes as json.dumps writes it, and 368 with every
+# character of its names and words escaped (`\u0074` for "t"); the rest is room for
+# separators and indentation. No other event comes near a type_text event of full
+# length (a key name is at most 64 characters, a pointer event a few numbers and a
+# target id), so this event bounds them all.
+EVENT_OVERHEAD_BYTES = 512
+# `{"events": [` ... `]}` around the events, with the batch's own fields at their
+# longest (a frame id, coords, require_unchanged, settle, an observe with every
+# parameter): 312 bytes as json.dumps writes them, 1147 with every character escaped,
+# and room for whitespace.
+ENVELOPE_BYTES = 2048
 
 
 def max_input_events() -> int:

@@ -11,6 +11,7 @@ from pydantic import BeforeValidator
 
 from rigway.gateway.auth.api_keys import ApiPrincipal
 from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.desktop import input_batch
 from rigway.gateway.desktop.schemas import (
     DECIMAL_DIGITS,
     DEFAULT_QUALITY,
@@ -22,13 +23,14 @@ from rigway.gateway.desktop.schemas import (
     DirtyOut,
     InputBatchIn,
     InputBatchOut,
+    InputConflictOut,
     ObserveOut,
     TargetsOut,
     WaitIn,
     WaitOut,
 )
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
-from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.errors_openapi import error_responses, input_error_responses
 from rigway.gateway.services import services_of
 from rigway.gateway.sessions.live import LiveSession
 
@@ -46,8 +48,28 @@ def _decimal_digits(value: object) -> object:
 DIGITS_ONLY = BeforeValidator(_decimal_digits)
 
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
-# 409 desktop_unavailable: the desktop is locked (or on a secure desktop, …).
-_INPUT_ERRORS = error_responses(401, 403, 404, 409, 410, 429, 502, 504)
+# 409 desktop_unavailable (the desktop is locked, …), frame_expired, stale_frame,
+# target_gone, expectation_failed: the last three with more than `error`.
+_INPUT_ERRORS = input_error_responses(InputConflictOut, 401, 403, 404, 410, 429, 502, 504)
+_INPUT_EXAMPLES: dict[str, Any] = {
+    "type": {
+        "summary": "Click a field and type",
+        "value": {
+            "events": [
+                {"type": "mouse_click", "x": 960, "y": 396},
+                {"type": "type_text", "text": "alice"},
+            ]
+        },
+    },
+    "act_and_see": {
+        "summary": "Press a key, wait for the screen to settle, observe without an image",
+        "value": {
+            "events": [{"type": "key_press", "key": "tab", "expect": "change"}],
+            "settle": {"quiet_ms": 100, "timeout_ms": 2000},
+            "observe": {"image": 0},
+        },
+    },
+}
 # Server-Timing parameter of the host-jpeg entry when the host served its last JPEG.
 _CACHED = ';desc="cached"'
 
@@ -177,16 +199,27 @@ async def wait_until(request: Request, session_id: str, body: WaitIn, caller: Ap
     "/v1/sessions/{session_id}/input", response_model=InputBatchOut, responses=_INPUT_ERRORS
 )
 async def send_input(
-    request: Request, session_id: str, body: InputBatchIn, caller: ApiCaller
-) -> InputBatchOut:
-    """Runs 1 to 100 events in order; answers after the last one ran. While the desktop
-    is not "normal" (`desktop_state`) nothing runs: 409 `desktop_unavailable: <state>`."""
+    request: Request,
+    session_id: str,
+    body: Annotated[InputBatchIn, Body(openapi_examples=_INPUT_EXAMPLES)],
+    caller: ApiCaller,
+) -> Response:
+    """Runs 1 to 100 events in order; answers after the last one ran (and the settle and
+    observe the batch asked for), with a receipt per event. Checked whole first: a bad
+    event or point is a 400, an unknown frame a 409 `frame_expired`, and nothing runs.
+    While the desktop is not "normal" (`desktop_state`) nothing runs: 409
+    `desktop_unavailable: <state>`. A batch stopped on the host (`target_gone`,
+    `expectation_failed`) is a 409 with the receipts of what ran; `stale_frame` (nothing
+    ran) carries the rectangles that changed."""
     live = await _live(request, session_id, caller, "input")
     services = services_of(request)
-    services.desktop.check_points(live, body)  # a refused batch costs no quota
+    # Checked whole before it counts: a refused batch costs no quota.
+    prepared = input_batch.prepare(
+        live, body, services.desktop.frames, services.settings.host_timeout_s
+    )
     await services.rate_limits.hit_input_events(caller.key_id, len(body.events))
-    count = await services.desktop.input(live, body)
-    return InputBatchOut(ok=True, count=count)
+    answer = await input_batch.run(live, prepared, services.desktop)
+    return Response(answer, media_type="application/json")
 
 
 @router.post(

@@ -4,10 +4,11 @@ strictly (no `true` → 1, no floats for ints), before anything reaches the host
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from rigway.protocol import ops
 from rigway.protocol.keys import UnknownKeyError, canonical_key, parse_chord
 from rigway.protocol.ops import DesktopState
 
@@ -15,6 +16,14 @@ _STRICT = ConfigDict(strict=True, extra="forbid")
 Coordinate = Annotated[int, Field(ge=0, le=65535)]
 DelayMs = Annotated[int, Field(ge=0, le=5000)]
 ScrollNotches = Annotated[int, Field(ge=-100, le=100)]
+ExpectTimeoutMs = Annotated[int, Field(ge=1, le=5000)]
+DEFAULT_EXPECT_TIMEOUT_MS = 1000
+# A target id from targets or observe ("t_" and ten hex digits today); any other id is
+# looked for all the same and is gone (409 target_gone).
+TargetId = Annotated[str, Field(min_length=1, max_length=64)]
+# A frame id from X-Frame-Id or an observe's frame_id; an unknown one is 409 frame_expired.
+FrameId = Annotated[str, Field(min_length=1, max_length=64)]
+MouseButton = Literal["left", "right", "middle"]
 MAX_TEXT_CHARS = 10_000
 
 
@@ -42,31 +51,62 @@ DECIMAL_DIGITS = "[0-9]{1,9}"
 class _Event(BaseModel):
     model_config = _STRICT
     delay_ms: DelayMs = 0
-
-
-class _PointEvent(_Event):
-    x: Coordinate | None = None
-    y: Coordinate | None = None
+    # After the event, the host waits up to expect_timeout_ms for the screen to change;
+    # if it does not, the batch stops there (409 expectation_failed).
+    expect: Literal["change"] | None = None
+    expect_timeout_ms: ExpectTimeoutMs = DEFAULT_EXPECT_TIMEOUT_MS
 
     @model_validator(mode="after")
-    def _x_and_y_together(self) -> _PointEvent:
-        if (self.x is None) != (self.y is None):
-            raise ValueError("x and y come together or not at all")
+    def _timeout_with_expect(self) -> _Event:
+        if self.expect is None and "expect_timeout_ms" in self.model_fields_set:
+            raise ValueError('expect_timeout_ms is given only with "expect": "change"')
         return self
 
 
-class MouseMove(_PointEvent):
+class _PointerEvent(_Event):
+    """A pointer event acts at x,y (native pixels, or a frame's image pixels with the
+    batch's `"coords": "image"`), or at the centre of the target `target` names as the
+    host finds it when the event runs; neither: where the pointer is."""
+
+    x: Coordinate | None = None
+    y: Coordinate | None = None
+    target: TargetId | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_point(self) -> _PointerEvent:
+        if (self.x is None) != (self.y is None):
+            raise ValueError("x and y come together or not at all")
+        if self.target is not None and self.x is not None:
+            raise ValueError("an event gives x,y or a target, not both")
+        return self
+
+
+class MouseMove(_PointerEvent):
     type: Literal["mouse_move"]
-    x: Coordinate
-    y: Coordinate
+
+    @model_validator(mode="after")
+    def _somewhere_to_go(self) -> MouseMove:
+        if self.x is None and self.target is None:
+            raise ValueError("mouse_move needs x,y or a target")
+        return self
 
 
-class MouseClick(_PointEvent):
+class MouseClick(_PointerEvent):
     type: Literal["mouse_click"]
-    button: Literal["left", "right", "middle"] = "left"
+    button: MouseButton = "left"
 
 
-class MouseScroll(_PointEvent):
+class MouseDown(_PointerEvent):
+    type: Literal["mouse_down"]
+    button: MouseButton = "left"
+
+
+class MouseUp(_PointerEvent):
+    type: Literal["mouse_up"]
+    button: MouseButton = "left"
+
+
+class MouseScroll(_PointerEvent):
     type: Literal["mouse_scroll"]
     dx: ScrollNotches = 0
     dy: ScrollNotches = 0
@@ -110,20 +150,83 @@ class TypeText(_Event):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
 
 
+PointerEvent = MouseMove | MouseClick | MouseDown | MouseUp | MouseScroll
 InputEvent = Annotated[
-    MouseMove | MouseClick | MouseScroll | KeyPress | KeyDown | KeyUp | TypeText,
+    MouseMove
+    | MouseClick
+    | MouseDown
+    | MouseUp
+    | MouseScroll
+    | KeyPress
+    | KeyDown
+    | KeyUp
+    | TypeText,
     Field(discriminator="type"),
 ]
+
+
+class SettleIn(BaseModel):
+    """After the last event, answer once the screen was still for quiet_ms (or after
+    timeout_ms, not settled)."""
+
+    model_config = _STRICT
+    quiet_ms: Annotated[int, Field(ge=20, le=2000)] = 100
+    timeout_ms: Annotated[int, Field(ge=50, le=10000)] = 2000
+
+    @model_validator(mode="after")
+    def _quiet_within_timeout(self) -> SettleIn:
+        if self.quiet_ms > self.timeout_ms:
+            raise ValueError("quiet_ms cannot exceed timeout_ms")
+        return self
+
+
+def _screen_bound(name: str) -> Any:
+    bounds = SCREEN_QUERY_BOUNDS[name]
+    return Field(ge=bounds.low, le=bounds.high)
+
+
+class ObserveIn(BaseModel):
+    """The query parameters of `GET /observe`, as a batch's `observe`: the same names,
+    bounds and defaults (`image` and `mark` 0 or 1)."""
+
+    model_config = _STRICT
+    image: Annotated[int, Field(ge=0, le=1)] = 1
+    mark: Annotated[int, Field(ge=0, le=1)] = 0
+    max_width: Annotated[int, _screen_bound("max_width")] | None = None
+    quality: Annotated[int, _screen_bound("quality")] = DEFAULT_QUALITY
+    x: Annotated[int, _screen_bound("x")] | None = None
+    y: Annotated[int, _screen_bound("y")] | None = None
+    w: Annotated[int, _screen_bound("w")] | None = None
+    h: Annotated[int, _screen_bound("h")] | None = None
+
+    @model_validator(mode="after")
+    def _whole_region(self) -> ObserveIn:
+        given = [v is not None for v in (self.x, self.y, self.w, self.h)]
+        if any(given) and not all(given):
+            raise ValueError("x, y, w and h come together or not at all")
+        return self
 
 
 class InputBatchIn(BaseModel):
     model_config = _STRICT
     events: list[InputEvent] = Field(min_length=1, max_length=100)
+    # A frame a screenshot (X-Frame-Id) or an observe (frame_id) showed the caller.
+    frame_id: FrameId | None = None
+    # "image": the points are that frame's image pixels, mapped to native ones.
+    coords: Literal["native", "image"] = "native"
+    # Refuse the batch (409 stale_frame) if the screen changed near its points since
+    # the frame.
+    require_unchanged: bool = False
+    settle: SettleIn | None = None
+    observe: ObserveIn | None = None
 
-
-class InputBatchOut(BaseModel):
-    ok: bool
-    count: int
+    @model_validator(mode="after")
+    def _frame_when_needed(self) -> InputBatchIn:
+        if self.frame_id is None and self.coords == "image":
+            raise ValueError('"coords": "image" needs a frame_id')
+        if self.frame_id is None and self.require_unchanged:
+            raise ValueError('"require_unchanged": true needs a frame_id')
+        return self
 
 
 class AppLaunchIn(BaseModel):
@@ -275,3 +378,59 @@ class ObserveOut(BaseModel):
     timing: ObserveTimingOut
     # Sampled on the host with the dirty take: input is refused unless "normal".
     desktop_state: DesktopState
+
+
+class EventReceiptOut(BaseModel):
+    """What one event did: when it ran (ms after the batch started), the native point
+    it used (null for keyboard events), whether the screen changed after it before the
+    next event began."""
+
+    index: int
+    type: str
+    ok: bool
+    at_ms: int
+    x: int | None
+    y: int | None
+    changed: bool
+
+    @classmethod
+    def of(cls, receipt: ops.EventReceipt) -> EventReceiptOut:
+        return cls(
+            index=receipt.index,
+            type=receipt.type,
+            ok=receipt.ok,
+            at_ms=round(receipt.at_ms),
+            x=receipt.x,
+            y=receipt.y,
+            changed=receipt.changed,
+        )
+
+
+class SettleOut(BaseModel):
+    settled: bool
+    waited_ms: int
+
+    @classmethod
+    def of(cls, result: ops.SettleResult) -> SettleOut:
+        return cls(settled=result.settled, waited_ms=round(result.waited_ms))
+
+
+class InputBatchOut(BaseModel):
+    ok: bool
+    count: int
+    events: list[EventReceiptOut]
+    # Present when the batch asked for them.
+    settle: SettleOut | None = None
+    observe: ObserveOut | None = None
+
+
+class InputConflictOut(BaseModel):
+    """A 409 of the input route. `events` and `stopped_at` (target_gone,
+    expectation_failed, desktop_unavailable part-way): the receipts of what ran, the
+    last one the event that stopped the batch; `rects` (stale_frame): what changed near
+    the batch's points since its frame."""
+
+    error: str
+    events: list[EventReceiptOut] | None = None
+    stopped_at: int | None = None
+    rects: list[tuple[int, int, int, int]] | None = None

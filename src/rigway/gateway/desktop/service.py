@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from rigway.gateway.desktop.frames import Frame, FrameRegistry
+from rigway.gateway.desktop.input_stops import INPUT_STOPS, input_conflict
 from rigway.gateway.desktop.schemas import (
     DirtyOut,
     DirtyTakeOut,
-    InputBatchIn,
     ObserveOut,
     ObserveTextOut,
     ObserveTimingOut,
@@ -34,10 +34,10 @@ from rigway.gateway.errors import (
     ApiError,
     HostError,
     HostTimeout,
+    InputConflict,
     InvalidRequest,
     NotFound,
     SessionEnded,
-    desktop_unavailable,
 )
 from rigway.gateway.hostlink.connection import (
     HostConnection,
@@ -98,8 +98,8 @@ def _host_error(exc: Exception, what: str) -> ApiError:
             return NotFound(exc.detail, code="app_not_found")
         if exc.code == ops.ERROR_SESSION_MISMATCH:
             return SessionEnded("the host no longer runs this session")
-        if exc.code == ops.ERROR_DESKTOP_UNAVAILABLE:
-            return desktop_unavailable(_refused_state(exc))
+        if exc.code in INPUT_STOPS:
+            return input_conflict(exc, _refused_state(exc))
         if exc.code == ops.ERROR_HOST:
             return HostError(exc.detail or "the host failed the operation")
         return HostError(f"{exc.code}: {exc.detail}" if exc.detail else exc.code)
@@ -327,34 +327,25 @@ class DesktopService:
         found = None if waited.target is None else _public_target(waited.target)
         return WaitOut(met=waited.met, waited_ms=round(waited.waited_ms), target=found)
 
-    def check_points(self, live: LiveSession, batch: InputBatchIn) -> None:
-        for index, event in enumerate(batch.events):
-            self._check_point(live, index, getattr(event, "x", None), getattr(event, "y", None))
-
-    async def input(self, live: LiveSession, batch: InputBatchIn) -> int:
-        self.check_points(live, batch)
-        events = [event.model_dump() for event in batch.events]
-        # The host pauses delay_ms after each event: the deadline grows with them.
-        timeout_s = self._settings.host_timeout_s + sum(e["delay_ms"] for e in events) / 1000
+    async def input(
+        self, live: LiveSession, body: dict[str, Any], *, events: int, timeout_s: float
+    ) -> ops.InputDone:
+        """Runs an `input/batch` body built and checked whole (`input_batch.py`) on the
+        host: `events` events, `timeout_s` the deadline that covers the batch's waits."""
         self._sessions.record_activity(live)
         live.batches_running += 1
         try:
-            reply = await self._call(
-                live, ops.INPUT_BATCH, {"events": events}, timeout_s, "input batch"
-            )
+            reply = await self._call(live, ops.INPUT_BATCH, body, timeout_s, "input batch")
+        except InputConflict as exc:
+            # Stopped part-way: the events that ran whole count as actions.
+            ran = sum(1 for receipt in exc.extra.get("events", ()) if receipt["ok"])
+            if ran:
+                self._sessions.record_activity(live, actions=ran)
+            raise
         finally:
             live.batches_running -= 1
-        self._sessions.record_activity(live, actions=len(events))
-        return _parse_reply(ops.InputDone, reply.body).count
-
-    def _check_point(self, live: LiveSession, index: int, x: int | None, y: int | None) -> None:
-        if x is None or y is None or live.native_width is None or live.native_height is None:
-            return
-        if x >= live.native_width or y >= live.native_height:
-            raise InvalidRequest(
-                f"event {index}: point {x},{y} lies outside the "
-                f"{live.native_width}x{live.native_height} desktop"
-            )
+        self._sessions.record_activity(live, actions=events)
+        return _parse_reply(ops.InputDone, reply.body)
 
     async def launch(self, live: LiveSession, path: str, args: list[str]) -> int:
         reply = await self._call(
