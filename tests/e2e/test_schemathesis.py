@@ -114,8 +114,8 @@ def _tame(case: OpenApiCase, free_rig: str) -> None:
     - no arbitrary program runs on this machine: a launch path becomes `true` or a path
       that cannot exist (still a valid string, so a positive case stays positive);
     - input delays are capped (the batch still runs every event), and so are wait
-      timeouts (with a quiet_ms that then exceeds the timeout lowered to it, so a valid
-      wait stays valid);
+      timeouts, an input event's expect_timeout_ms and a batch's settle (with a quiet_ms
+      that then exceeds the timeout lowered to it, so a valid wait stays valid);
     - about half of the session creations name a free real rig, so 201 and 409 are
       reached, not only 404."""
     body = case.body
@@ -133,6 +133,11 @@ def _tame(case: OpenApiCase, free_rig: str) -> None:
             delay = event.get("delay_ms")
             if type(delay) is int and delay > MAX_FUZZ_DELAY_MS:
                 event["delay_ms"] = MAX_FUZZ_DELAY_MS
+            expecting = event.get("expect_timeout_ms")
+            if type(expecting) is int and expecting > MAX_FUZZ_WAIT_MS:
+                event["expect_timeout_ms"] = MAX_FUZZ_WAIT_MS
+        if isinstance(settle := body.get("settle"), dict):
+            _tame_wait(settle)
     elif label == "POST /v1/sessions/{session_id}/wait":
         _tame_wait(body)
     elif (
