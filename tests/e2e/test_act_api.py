@@ -7,9 +7,11 @@ The sim reports exact damage (only the controls whose view changed), so a receip
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -28,11 +30,9 @@ BARE = (40, 40)
 GONE_ID = "t_0000000000"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    """One stack for the module; each test runs its own session on the one sim rig and
-    starts from a cleared form."""
-    state = tmp_path_factory.mktemp("act")
+@contextlib.asynccontextmanager
+async def _stack(state: Path, **settings: Any) -> AsyncIterator[Stack]:
+    """A stack with one sim rig, on Postgres when the run has one, else SQLite."""
     server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
     name = f"rigway_t_{secrets.token_hex(6)}"
     if server_url is None:
@@ -47,11 +47,20 @@ async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stac
             request_rate_limit="100000/minute",
             input_event_rate_limit="1000000/minute",
             agent_settings=QUICK_AGENT,
+            **settings,
         ) as running:
             yield running
     finally:
         if server_url is not None:
             await drop_postgres_database(server_url, name)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    """One stack for the module; each test runs its own session on the one sim rig and
+    starts from a cleared form."""
+    async with _stack(tmp_path_factory.mktemp("act")) as running:
+        yield running
 
 
 class Act:
@@ -349,6 +358,21 @@ async def test_expect_change_unmet_stops_the_batch_409_expectation_failed(act: A
     assert move["at_ms"] >= tab["at_ms"]
     assert act.sim.focused_control == "password"
     assert act.sim.field_text("password") == ""  # the event after it never ran
+
+
+async def test_the_host_deadline_covers_the_waits_a_batch_asks_for(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """With a 1 s deadline for host operations, a batch that waits 2 s for a change
+    that never comes still gets its 409 from the host, not a 504 at 1 s."""
+    async with _stack(tmp_path_factory.mktemp("deadline"), host_timeout_s=1.0) as stack:
+        session_id = await stack.start_session()
+        slow = {"type": "key_press", "key": "shift", "expect": "change", "expect_timeout_ms": 2000}
+        response = await stack.client.post(
+            f"/v1/sessions/{session_id}/input", json={"events": [slow]}
+        )
+        body = _stopped(response, "expectation_failed")
+        assert body["stopped_at"] == 0
 
 
 # ---- frames ----------------------------------------------------------------------------
