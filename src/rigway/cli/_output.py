@@ -8,13 +8,15 @@ Exit codes (also in `rigway --help`):
 ```
 0  ok
 1  unexpected error (a bug, or a response the CLI did not understand)
-2  usage: bad arguments, no session to act on, or 400 invalid_request
+2  usage: bad arguments, no session to act on, an ambiguous target name, or 400
 3  auth: no credentials, 401 invalid key/token, 403 access disabled/insufficient scope
 4  not found: 404 (rig, session, key, webhook, app) or no target with that id/name
-5  conflict: 409 (rig offline/busy, webhook limit, wake unavailable) or 410 session ended
+5  conflict: 409 (rig offline/busy, webhook limit, wake unavailable, a batch that
+   stopped or was refused: target_gone, stale_frame, …) or 410 session ended
 6  rate limited: 429 (requests, input events, concurrent sessions)
 7  host or server error: 502 host_error, 504 host_timeout, other 5xx
 8  connection error: the gateway could not be reached or did not answer in time
+9  not met: `rigway wait` timed out before its condition held
 ```
 """
 
@@ -57,13 +59,15 @@ class ExitCode(IntEnum):
     RATE_LIMITED = 6
     SERVER = 7
     CONNECTION = 8
+    NOT_MET = 9
 
 
 # For the epilog of `rigway --help` (typer's rich help keeps these line breaks).
 EXIT_CODES_HELP = """Exit codes:
 0 ok · 1 unexpected · 2 usage or 400 invalid_request · 3 auth: none, 401, 403
 4 not found: 404 or no such target · 5 conflict: 409, 410 session ended
-6 rate limited: 429 · 7 host/server error: 502, 504, 5xx · 8 connection error"""
+6 rate limited: 429 · 7 host/server error: 502, 504, 5xx · 8 connection error
+9 not met: `rigway wait` timed out"""
 
 
 class CliError(Exception):
@@ -78,7 +82,10 @@ class CliError(Exception):
 # The first class the error is an instance of decides (APITimeoutError is an
 # APIConnectionError, so a client-side timeout counts as a connection error).
 _EXIT_CODES: Sequence[tuple[ExitCode, tuple[type[RigwayError], ...]]] = (
-    (ExitCode.USAGE, (errors.BadRequestError, errors.UnsupportedActionError)),
+    (
+        ExitCode.USAGE,
+        (errors.BadRequestError, errors.UnsupportedActionError, errors.AmbiguousTargetError),
+    ),
     (ExitCode.AUTH, (errors.AuthenticationError, errors.PermissionDeniedError)),
     (ExitCode.NOT_FOUND, (errors.NotFoundError, errors.TargetNotFoundError)),
     (ExitCode.CONFLICT, (errors.ConflictError, errors.SessionEndedError)),

@@ -2,8 +2,8 @@
 
 Command groups: `up` (local deployment), `agent` (the host agent on a rig), `release`
 (signing host agent releases), and the API tools: `rigs`, `sessions`, `screenshot`,
-`observe`, `click`, `type`, `key` (API key); `keys`, `webhooks` (console token); `mcp`
-(an MCP server for LLM clients).
+`observe`, `click`, `type`, `key`, `drag`, `wait` (API key); `keys`, `webhooks`
+(console token); `mcp` (an MCP server for LLM clients).
 
 Every API command takes `--json` (one JSON document on stdout, nothing else) and
 reports an API failure as one line on stderr, `rigway: error: <code>: <detail>
@@ -12,13 +12,14 @@ reports an API failure as one line on stderr, `rigway: error: <code>: <detail>
 ```
 0  ok
 1  unexpected error
-2  usage: bad arguments, no session to act on, 400 invalid_request
+2  usage: bad arguments, no session to act on, ambiguous target name, 400
 3  auth: no credentials, 401, 403
-4  not found: 404, or no target with that id or name
-5  conflict: 409 (rig offline/busy, limits), 410 session ended
+4  not found: 404, or no target with that id, name or number
+5  conflict: 409 (rig offline/busy, limits, a stopped batch), 410 session ended
 6  rate limited: 429
 7  host or server error: 502, 504, other 5xx
 8  connection error: gateway unreachable or no answer in time
+9  not met: `rigway wait` timed out
 ```
 """
 
@@ -30,6 +31,7 @@ from typing import NoReturn
 import typer
 
 from rigway.cli._output import EXIT_CODES_HELP, CliError, error_line, exit_code_for
+from rigway.cli.act_commands import register_act_commands
 from rigway.cli.agent import agent_app
 from rigway.cli.console_commands import keys_app, webhooks_app
 from rigway.cli.mcp_command import mcp_command
@@ -70,6 +72,7 @@ app.add_typer(release_app, name="release")
 app.add_typer(rigs_app, name="rigs")
 app.add_typer(sessions_app, name="sessions")
 register_screen_commands(app)
+register_act_commands(app)
 app.add_typer(keys_app, name="keys")
 app.add_typer(webhooks_app, name="webhooks")
 app.command("mcp")(mcp_command)

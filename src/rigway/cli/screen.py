@@ -1,7 +1,10 @@
-"""Session-scoped commands: `screenshot`, `observe`, `click`, `type`, `key`.
+"""Session-scoped commands: `screenshot`, `observe`, `click`, `type`, `key` (`drag` and
+`wait` are in `act_commands`).
 
 Each acts on `--session ID`, else on the session `rigway sessions start` remembered.
-Coordinates are native desktop pixels; targets come from the rig's accessibility tree.
+Coordinates are native desktop pixels; targets come from the rig's accessibility tree,
+numbered from 1 in `observe`'s lines as `click --index` counts them. The acting
+commands take `--settle`: answer once the screen went still.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import typer
 
 from rigway.client import InputEvent, ObserveResult, Region, SessionHandle, Target
 
+from ._acting import SettleOption, act_report, settle_note
 from ._context import (
     DEFAULT_STATE_DIR,
     ApiKeyOption,
@@ -110,16 +114,14 @@ def screenshot(
 
 
 def _observe_lines(result: ObserveResult) -> list[str]:
-    text = result.text
     lines = [
         f"image {result.width}x{result.height} of a {result.native_width}x"
         f"{result.native_height} desktop; changed: {'yes' if result.changed else 'no'}"
     ]
-    if text is None:
-        return lines
-    if text.summary:
-        lines.insert(0, text.summary)
-    return lines + text.targets
+    if result.text is not None and result.text.summary:
+        lines.insert(0, result.text.summary)
+    # Numbered here, from 1, as `click --index` counts (the gateway's lines may differ).
+    return lines + result.target_lines()
 
 
 def observe(
@@ -150,24 +152,35 @@ def observe(
     out.data(result, human="\n".join(_observe_lines(result)))
 
 
-def _find_target(handle: SessionHandle, target_id: str | None, name: str | None) -> Target:
+def _find_target(
+    handle: SessionHandle, target_id: str | None, name: str | None, index: int | None
+) -> Target:
+    """The target an option names, in a fresh snapshot (an ambiguous name raises
+    AmbiguousTargetError, exit 2, with the candidates)."""
     targets = handle.targets()
-    found = (
-        next((t for t in targets.targets if t.id == target_id), None)
-        if target_id is not None
-        else targets.find_target(name=name)
-    )
+    if target_id is not None:
+        found = next((t for t in targets.targets if t.id == target_id), None)
+        wanted = f"id {target_id!r}"
+    elif name is not None:
+        found = targets.lookup(name)
+        wanted = f"name {name!r}"
+    else:
+        found = None if index is None else targets.lookup(index)
+        wanted = f"index {index} (numbered from 1, of {len(targets.targets)})"
     if found is None:
-        wanted = f"id {target_id!r}" if target_id is not None else f"name {name!r}"
         raise CliError(f"no target with {wanted}: see `rigway observe`", ExitCode.NOT_FOUND)
     return found
 
 
-def _check_click_args(x: int | None, y: int | None, target: str | None, name: str | None) -> None:
+def _check_click_args(
+    x: int | None, y: int | None, target: str | None, name: str | None, index: int | None
+) -> None:
     given = [x is not None or y is not None, target is not None, name is not None]
+    given.append(index is not None)
     if given.count(True) != 1 or (x is None) != (y is None):
         raise CliError(
-            "click takes X Y, or --target ID, or --name TEXT (one of them)", ExitCode.USAGE
+            "click takes X Y, or --target ID, --name TEXT or --index N (one of them)",
+            ExitCode.USAGE,
         )
 
 
@@ -176,37 +189,44 @@ def click(
     y: Annotated[int | None, typer.Argument(help="Native y.", show_default=False)] = None,
     target: Annotated[str | None, typer.Option("--target", help="Target id.")] = None,
     name: Annotated[
-        str | None, typer.Option("--name", help="Target name (exact beats substring).")
+        str | None,
+        typer.Option("--name", help="Target name (exact, then any case, then substring)."),
+    ] = None,
+    index: Annotated[
+        int | None, typer.Option("--index", min=1, help="Target number, as observe lists it.")
     ] = None,
     button: Annotated[
         Literal["left", "right", "middle"], typer.Option("--button", help="Mouse button.")
     ] = "left",
     double: Annotated[bool, typer.Option("--double", help="Double-click.")] = False,
+    settle: SettleOption = False,
     session: SessionOption = None,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
     state_dir: StateDirOption = DEFAULT_STATE_DIR,
     json_output: JsonOption = False,
 ) -> None:
-    """Click at X Y, on a target by id (--target) or by name (--name)."""
-    _check_click_args(x, y, target, name)
+    """Click at X Y, or on a target by id (--target), name (--name) or number (--index)."""
+    _check_click_args(x, y, target, name, index)
     out = Output(json_mode=json_output)
     chosen: Target | None = None
     with live_session(api_key, base_url, state_dir, session) as handle:
         if x is None or y is None:
-            chosen = _find_target(handle, target, name)
+            chosen = _find_target(handle, target, name, index)
             x, y = chosen.center
         press = handle.double_click if double else handle.click
-        result = press(x, y, button=button)
-    report: dict[str, Any] = {"ok": result.ok, "count": result.count, "x": x, "y": y}
-    report["target"] = chosen
+        result = press(x, y, button=button, settle=settle)
     what = f" on {chosen.name or chosen.id!r} ({chosen.role})" if chosen is not None else ""
-    out.data(report, human=f"clicked {button} at {x},{y}{what}")
+    out.data(
+        act_report(result, x=x, y=y, target=chosen),
+        human=f"clicked {button} at {x},{y}{what}{settle_note(result)}",
+    )
 
 
 def type_text(
     text: Annotated[str, typer.Argument(help="Text to type (any Unicode).", show_default=False)],
     enter: Annotated[bool, typer.Option("--enter", help="Press enter afterwards.")] = False,
+    settle: SettleOption = False,
     session: SessionOption = None,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
@@ -219,8 +239,9 @@ def type_text(
     if enter:
         events.append(InputEvent.key_press("enter"))
     with live_session(api_key, base_url, state_dir, session) as handle:
-        result = handle.input(events)
-    out.data(result, human=f"typed {len(text)} characters" + (" and enter" if enter else ""))
+        result = handle.act(events, settle=settle)
+    typed = f"typed {len(text)} characters" + (" and enter" if enter else "")
+    out.data(act_report(result), human=typed + settle_note(result))
 
 
 def key(
@@ -228,6 +249,7 @@ def key(
         list[str],
         typer.Argument(help="Keys or chords, pressed in order: enter, tab, ctrl+s…"),
     ],
+    settle: SettleOption = False,
     session: SessionOption = None,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
@@ -237,8 +259,8 @@ def key(
     """Press keys or chords (one batch, in order)."""
     out = Output(json_mode=json_output)
     with live_session(api_key, base_url, state_dir, session) as handle:
-        result = handle.input([InputEvent.key_press(name) for name in keys])
-    out.data(result, human=f"pressed {' '.join(keys)}")
+        result = handle.act([InputEvent.key_press(name) for name in keys], settle=settle)
+    out.data(act_report(result), human=f"pressed {' '.join(keys)}{settle_note(result)}")
 
 
 def register_screen_commands(app: typer.Typer) -> None:

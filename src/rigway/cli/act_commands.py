@@ -1,0 +1,131 @@
+"""`rigway drag` and `rigway wait`: press-move-release in one batch, and wait on the rig
+for the screen to change, go still, or show a control.
+
+Like the other session-scoped commands they act on `--session ID`, else on the session
+`rigway sessions start` remembered.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import typer
+
+from rigway.client import WaitResult, WaitTarget
+
+from ._acting import SettleOption, act_report, settle_note
+from ._context import (
+    DEFAULT_STATE_DIR,
+    ApiKeyOption,
+    BaseUrlOption,
+    JsonOption,
+    SessionOption,
+    StateDirOption,
+)
+from ._output import CliError, ExitCode, Output
+from .screen import live_session
+
+__all__ = ["register_act_commands"]
+
+
+def parse_point(text: str) -> tuple[int, int]:
+    """`"x,y"` as a point; CliError (exit 2) when it is not two integers."""
+    try:
+        x, y = (int(part.strip()) for part in text.split(","))
+    except ValueError:
+        raise CliError(f"a point is X,Y (two integers), got {text!r}", ExitCode.USAGE) from None
+    return x, y
+
+
+def drag(
+    points: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="X,Y X,Y…",
+            help="Native points: press at the first, move through the rest, release at "
+            "the last (two or more).",
+            show_default=False,
+        ),
+    ],
+    button: Annotated[
+        Literal["left", "right", "middle"], typer.Option("--button", help="Mouse button.")
+    ] = "left",
+    settle: SettleOption = True,
+    session: SessionOption = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Drag with a mouse button held along X,Y points, in one batch (settles by default)."""
+    path = [parse_point(point) for point in points]
+    if len(path) < 2:
+        raise CliError("drag takes two or more X,Y points", ExitCode.USAGE)
+    out = Output(json_mode=json_output)
+    with live_session(api_key, base_url, state_dir, session) as handle:
+        result = handle.drag(path, button=button, settle=settle)
+    (x0, y0), (x1, y1) = path[0], path[-1]
+    human = f"dragged {button} from {x0},{y0} to {x1},{y1}{settle_note(result)}"
+    out.data(act_report(result, path=[list(point) for point in path]), human=human)
+
+
+def _waited(result: WaitResult, until: str, timeout_ms: int) -> str:
+    if not result.met:
+        return f"not met: no {until} within {timeout_ms} ms"
+    found = ""
+    if result.target is not None:
+        target = result.target
+        found = f": {target.name or '(unnamed)'} ({target.role}) id={target.id}"
+    return f"{until} after {result.waited_ms:.0f} ms{found}"
+
+
+def wait(
+    until: Annotated[
+        Literal["change", "quiet", "target"],
+        typer.Argument(help="change (anything redrawn), quiet (still), target (a control)."),
+    ],
+    name: Annotated[
+        str | None, typer.Option("--name", help="target: a name (any case, substring).")
+    ] = None,
+    role: Annotated[str | None, typer.Option("--role", help="target: a role.")] = None,
+    target_id: Annotated[str | None, typer.Option("--id", help="target: a target id.")] = None,
+    timeout_ms: Annotated[
+        int, typer.Option("--timeout-ms", min=1, max=30000, help="Give up after this long.")
+    ] = 10_000,
+    quiet_ms: Annotated[
+        int | None,
+        typer.Option("--quiet-ms", min=20, max=10000, help="quiet: still this long (100)."),
+    ] = None,
+    session: SessionOption = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Wait on the rig for the screen to change, to go still, or for a control to appear.
+
+    Exits 9 (the answer still printed) when the condition did not hold in time.
+    """
+    wanted = WaitTarget(name=name, role=role, id=target_id)
+    if (until == "target") != bool(wanted.to_json()):
+        raise CliError(
+            "wait target takes --name, --role and/or --id; change and quiet take none",
+            ExitCode.USAGE,
+        )
+    out = Output(json_mode=json_output)
+    with live_session(api_key, base_url, state_dir, session) as handle, out.working("Waiting…"):
+        result = handle.wait_for(
+            until,
+            timeout_ms=timeout_ms,
+            quiet_ms=quiet_ms,
+            target=wanted if until == "target" else None,
+        )
+    out.data(result, human=_waited(result, until, timeout_ms))
+    if not result.met:
+        raise typer.Exit(ExitCode.NOT_MET)
+
+
+def register_act_commands(app: typer.Typer) -> None:
+    """Add `drag` and `wait` to the root `rigway` app."""
+    app.command("drag")(drag)
+    app.command("wait")(wait)
