@@ -18,11 +18,8 @@ from dataclasses import dataclass
 
 from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
 from rigway.agent.backends.windows.desktop_state import SessionInfo
-from rigway.agent.backends.windows.jobs import (
-    SuspendedProcess,
-    environment_block,
-    find_executable,
-)
+from rigway.agent.backends.windows.jobs import SuspendedProcess
+from rigway.agent.backends.windows.launch import environment_block, find_executable
 from rigway.agent.backends.windows.protect import ProcessInfo
 from rigway.agent.backends.windows.toplevel import TopLevelWindow
 

@@ -8,19 +8,21 @@ import struct
 import pytest
 
 from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV, LaunchError, UnknownAppError
-from rigway.agent.backends.windows.jobs import (
+from rigway.agent.backends.windows.job_types import (
     CONSTANTS,
     CREATION_FLAGS,
     JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
     PROCESS_INFORMATION,
     STARTUPINFOW,
-    JobAppTracker,
-    build_command_line,
-    environment_block,
-    find_executable,
     job_limits,
     parse_process_id_list,
     process_id_list_size,
+)
+from rigway.agent.backends.windows.jobs import JobAppTracker
+from rigway.agent.backends.windows.launch import (
+    build_command_line,
+    environment_block,
+    find_executable,
 )
 from tests.agent.windows.fake_win32 import AGENT_PID, FakeJobPort, FakeProcess, FakeWin32
 

@@ -3,7 +3,7 @@ process token (pywin32) and psutil; plus the process and window primitives
 `_toplevel.py` shares.
 
 Only calls, each wrapped once with its argument and result types, built from the
-layouts and constants `jobs.ABI` declares; what is launched, killed or spared is
+layouts and constants `job_types.ABI` declares; what is launched, killed or spared is
 decided in `jobs.py` and `protect.py`.
 """
 
@@ -22,20 +22,18 @@ import win32security
 
 from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
 from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, UINT
-from rigway.agent.backends.windows.jobs import (
+from rigway.agent.backends.windows.job_types import (
     CONSTANTS,
     CREATION_FLAGS,
     FILETIME,
     PROCESS_INFORMATION,
     STARTUPINFOW,
-    JobAppTracker,
-    SuspendedProcess,
-    environment_block,
-    find_executable,
     job_limits,
     parse_process_id_list,
     process_id_list_size,
 )
+from rigway.agent.backends.windows.jobs import JobAppTracker, SuspendedProcess
+from rigway.agent.backends.windows.launch import environment_block, find_executable
 from rigway.agent.backends.windows.protect import ProcessInfo
 
 assert sys.platform == "win32"

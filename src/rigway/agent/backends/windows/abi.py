@@ -42,7 +42,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "uia_model",
     "dxgi_types",
     "gdi_types",
-    "jobs",
+    "job_types",
     "sendinput",
     "keymap",
     "tray",

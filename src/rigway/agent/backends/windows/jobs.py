@@ -32,306 +32,40 @@ The tag sweep finds such processes only when they inherited the environment.
 
 Launched pids stay valid while tracked: the tracker holds each launched process's
 handle, and Windows does not reuse a pid while a handle to its process is open.
+
+The layouts and constants the binding passes are in `job_types`, how a launch is
+spelled (program, command line, environment block) in `launch`.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
-import ntpath
 import os
-import subprocess
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Protocol
 
 from rigway.agent.apps import (
     KILL_WAIT_S,
-    LAUNCH_ID_ENV,
-    LAUNCH_TAG_ENV,
     TERMINATE_GRACE_S,
     LaunchError,
     UnknownAppError,
 )
-from rigway.agent.backends.windows._ctypes_types import DWORD, HANDLE, ULONG_PTR, WORD
-from rigway.agent.backends.windows.abi import AbiDeclarations
+from rigway.agent.backends.windows.job_types import CONSTANTS
+from rigway.agent.backends.windows.launch import build_command_line, child_environment
 from rigway.agent.backends.windows.protect import GuardContext, ProcessInfo, is_protected
 
 __all__ = [
-    "ABI",
+    # Re-exported for the launcher's binding, which reads its access rights here.
     "CONSTANTS",
-    "CREATION_FLAGS",
-    "FILETIME",
-    "IO_COUNTERS",
-    "JOBOBJECT_BASIC_LIMIT_INFORMATION",
-    "JOBOBJECT_BASIC_PROCESS_ID_LIST",
-    "JOBOBJECT_EXTENDED_LIMIT_INFORMATION",
-    "PROCESS_INFORMATION",
-    "STARTUPINFOW",
     "JobAppTracker",
     "JobPort",
     "SuspendedProcess",
-    "build_command_line",
-    "child_environment",
-    "environment_block",
-    "find_executable",
-    "job_limits",
-    "parse_process_id_list",
-    "process_id_list_size",
 ]
 
 _log = logging.getLogger(__name__)
-
-LARGE_INTEGER = ctypes.c_int64  # a union in C; its size and alignment are an int64's
-ULONGLONG = ctypes.c_uint64
-SIZE_T = ctypes.c_size_t
-POINTER_T = ctypes.c_void_p  # LPWSTR/LPBYTE fields: pointer-sized, never dereferenced here
-
-CONSTANTS: Final[Mapping[str, int]] = {
-    "CREATE_SUSPENDED": 0x4,
-    "CREATE_NEW_CONSOLE": 0x10,
-    "CREATE_UNICODE_ENVIRONMENT": 0x400,
-    "CREATE_BREAKAWAY_FROM_JOB": 0x0100_0000,
-    "CREATE_DEFAULT_ERROR_MODE": 0x0400_0000,
-    "JOB_OBJECT_LIMIT_BREAKAWAY_OK": 0x800,
-    "JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK": 0x1000,
-    "JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE": 0x2000,
-    "JobObjectBasicProcessIdList": 3,
-    "JobObjectExtendedLimitInformation": 9,
-    "PROCESS_TERMINATE": 0x1,
-    "PROCESS_SET_QUOTA": 0x100,
-    "PROCESS_QUERY_LIMITED_INFORMATION": 0x1000,
-    "SYNCHRONIZE": 0x0010_0000,
-    "TOKEN_QUERY": 0x8,
-    "WM_CLOSE": 0x10,
-    "WAIT_OBJECT_0": 0,
-    "WAIT_TIMEOUT": 258,
-    "WAIT_FAILED": 0xFFFF_FFFF,
-    "ERROR_ACCESS_DENIED": 5,
-    "ERROR_INVALID_PARAMETER": 87,
-    "ERROR_MORE_DATA": 234,
-}
-
-# A console program gets a console of its own (never the agent's, whose Ctrl+C and
-# close would reach it), and the agent's error mode is not inherited. Never
-# CREATE_BREAKAWAY_FROM_JOB: the app would start outside the agent's job, if any.
-CREATION_FLAGS: Final = (
-    CONSTANTS["CREATE_SUSPENDED"]
-    | CONSTANTS["CREATE_UNICODE_ENVIRONMENT"]
-    | CONSTANTS["CREATE_NEW_CONSOLE"]
-    | CONSTANTS["CREATE_DEFAULT_ERROR_MODE"]
-)
-# CreateProcessW's lpCommandLine holds at most 32767 characters, its NUL included.
-MAX_COMMAND_LINE_CHARS: Final = 32_766
-# Extensions tried for a name without one, when PATHEXT is not set.
-DEFAULT_PATHEXT: Final = ".COM;.EXE;.BAT;.CMD"
-# cmd.exe re-parses a batch file's arguments by rules no quoting makes safe
-# (CVE-2024-24576 "BatBadBut"), and CreateProcessW starts batch files through cmd.exe.
-_BATCH_EXTENSIONS: Final = frozenset({".bat", ".cmd"})
-
-
-class FILETIME(ctypes.Structure):
-    _fields_ = (("dwLowDateTime", DWORD), ("dwHighDateTime", DWORD))
-
-
-class IO_COUNTERS(ctypes.Structure):
-    _fields_ = (
-        ("ReadOperationCount", ULONGLONG),
-        ("WriteOperationCount", ULONGLONG),
-        ("OtherOperationCount", ULONGLONG),
-        ("ReadTransferCount", ULONGLONG),
-        ("WriteTransferCount", ULONGLONG),
-        ("OtherTransferCount", ULONGLONG),
-    )
-
-
-class JOBOBJECT_BASIC_LIMIT_INFORMATION(ctypes.Structure):
-    _fields_ = (
-        ("PerProcessUserTimeLimit", LARGE_INTEGER),
-        ("PerJobUserTimeLimit", LARGE_INTEGER),
-        ("LimitFlags", DWORD),
-        ("MinimumWorkingSetSize", SIZE_T),
-        ("MaximumWorkingSetSize", SIZE_T),
-        ("ActiveProcessLimit", DWORD),
-        ("Affinity", ULONG_PTR),
-        ("PriorityClass", DWORD),
-        ("SchedulingClass", DWORD),
-    )
-
-
-class JOBOBJECT_EXTENDED_LIMIT_INFORMATION(ctypes.Structure):
-    _fields_ = (
-        ("BasicLimitInformation", JOBOBJECT_BASIC_LIMIT_INFORMATION),
-        ("IoInfo", IO_COUNTERS),
-        ("ProcessMemoryLimit", SIZE_T),
-        ("JobMemoryLimit", SIZE_T),
-        ("PeakProcessMemoryUsed", SIZE_T),
-        ("PeakJobMemoryUsed", SIZE_T),
-    )
-
-
-class JOBOBJECT_BASIC_PROCESS_ID_LIST(ctypes.Structure):
-    # ProcessIdList is a variable-length array; C declares it with one element.
-    _fields_ = (
-        ("NumberOfAssignedProcesses", DWORD),
-        ("NumberOfProcessIdsInList", DWORD),
-        ("ProcessIdList", ULONG_PTR * 1),
-    )
-
-
-class STARTUPINFOW(ctypes.Structure):
-    _fields_ = (
-        ("cb", DWORD),
-        ("lpReserved", POINTER_T),
-        ("lpDesktop", POINTER_T),
-        ("lpTitle", POINTER_T),
-        ("dwX", DWORD),
-        ("dwY", DWORD),
-        ("dwXSize", DWORD),
-        ("dwYSize", DWORD),
-        ("dwXCountChars", DWORD),
-        ("dwYCountChars", DWORD),
-        ("dwFillAttribute", DWORD),
-        ("dwFlags", DWORD),
-        ("wShowWindow", WORD),
-        ("cbReserved2", WORD),
-        ("lpReserved2", POINTER_T),
-        ("hStdInput", HANDLE),
-        ("hStdOutput", HANDLE),
-        ("hStdError", HANDLE),
-    )
-
-
-class PROCESS_INFORMATION(ctypes.Structure):
-    _fields_ = (
-        ("hProcess", HANDLE),
-        ("hThread", HANDLE),
-        ("dwProcessId", DWORD),
-        ("dwThreadId", DWORD),
-    )
-
-
-ABI = AbiDeclarations(
-    structs=(
-        FILETIME,
-        IO_COUNTERS,
-        JOBOBJECT_BASIC_LIMIT_INFORMATION,
-        JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
-        JOBOBJECT_BASIC_PROCESS_ID_LIST,
-        STARTUPINFOW,
-        PROCESS_INFORMATION,
-    ),
-    constants=CONSTANTS,
-    headers=("windows.h",),
-)
-
-
-def job_limits(*, kill_on_close: bool) -> JOBOBJECT_EXTENDED_LIMIT_INFORMATION:
-    """The limits every launch job gets: kill-on-close (or, to spare a protected
-    member, nothing), and never a breakaway limit."""
-    limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION()
-    flags = CONSTANTS["JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE"] if kill_on_close else 0
-    limits.BasicLimitInformation.LimitFlags = flags
-    return limits
-
-
-def process_id_list_size(capacity: int) -> int:
-    """Bytes of a JOBOBJECT_BASIC_PROCESS_ID_LIST with room for `capacity` pids."""
-    offset = JOBOBJECT_BASIC_PROCESS_ID_LIST.ProcessIdList.offset
-    return max(
-        ctypes.sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST), offset + capacity * ctypes.sizeof(ULONG_PTR)
-    )
-
-
-def parse_process_id_list(raw: bytes) -> tuple[int, tuple[int, ...]]:
-    """(processes assigned to the job, the pids that fit in the buffer)."""
-    header = JOBOBJECT_BASIC_PROCESS_ID_LIST.from_buffer_copy(
-        raw[: ctypes.sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST)]
-    )
-    offset = JOBOBJECT_BASIC_PROCESS_ID_LIST.ProcessIdList.offset
-    fits = (len(raw) - offset) // ctypes.sizeof(ULONG_PTR)
-    count = min(header.NumberOfProcessIdsInList, fits)
-    pids = (ULONG_PTR * count).from_buffer_copy(raw, offset)
-    return header.NumberOfAssignedProcesses, tuple(int(pid) for pid in pids)
-
-
-def find_executable(
-    path: str, *, search_path: str | None, pathext: str | None, is_file: Callable[[str], bool]
-) -> str:
-    """The program `path` names: absolute (with a drive or a UNC share), or a bare name
-    looked up on `search_path` with the extensions of `pathext`, as Windows does, but
-    never in the current directory (a program planted in the agent's working directory
-    must not win). Raises LaunchError with the reason."""
-    if path.strip() == "":
-        raise LaunchError("the path is empty")
-    if "\0" in path:
-        raise LaunchError("the path contains a NUL byte")
-    extensions = [e for e in (pathext or DEFAULT_PATHEXT).split(";") if e.startswith(".")]
-    if any(mark in path for mark in ("\\", "/", ":")):
-        if ntpath.splitdrive(path)[0] == "" or not ntpath.isabs(path):
-            raise LaunchError(f"{path} is relative: give an absolute path or a bare command name")
-        found = _with_extensions(path, extensions, is_file)
-        if found is None:
-            raise LaunchError(f"{path} does not exist or is not a file")
-    else:
-        found = None
-        for directory in (search_path or "").split(";"):
-            directory = directory.strip().strip('"')
-            if directory != "" and ntpath.isabs(directory):
-                found = _with_extensions(ntpath.join(directory, path), extensions, is_file)
-                if found is not None:
-                    break
-        if found is None:
-            raise LaunchError(f"{path} was not found on PATH")
-    if ntpath.splitext(found)[1].lower() in _BATCH_EXTENSIONS:
-        raise LaunchError(
-            f"{found} is a batch file: cmd.exe parses its arguments unsafely; "
-            "launch cmd.exe with /c explicitly instead"
-        )
-    return found
-
-
-def _with_extensions(
-    candidate: str, extensions: list[str], is_file: Callable[[str], bool]
-) -> str | None:
-    names = [candidate] if ntpath.splitext(candidate)[1] != "" else []
-    names += [candidate + extension for extension in extensions]
-    return next((name for name in names if is_file(name)), None)
-
-
-def build_command_line(executable: str, args: Sequence[str]) -> str:
-    """The command line CreateProcessW gets, quoted as the C runtime parses it."""
-    if any("\0" in arg for arg in args):
-        raise LaunchError("an argument contains a NUL byte")
-    line = subprocess.list2cmdline([executable, *args])
-    if len(line) > MAX_COMMAND_LINE_CHARS:
-        raise LaunchError(f"the command line is {len(line)} characters; Windows allows 32766")
-    return line
-
-
-def child_environment(base: Mapping[str, str], tag: str, launch_id: str) -> dict[str, str]:
-    """`base` plus the launch variables (Windows names are case-insensitive, so a
-    differently cased copy of ours is dropped, not kept beside it)."""
-    ours = {LAUNCH_TAG_ENV.upper(), LAUNCH_ID_ENV.upper()}
-    env = {name: value for name, value in base.items() if name.upper() not in ours}
-    env[LAUNCH_TAG_ENV] = tag
-    env[LAUNCH_ID_ENV] = launch_id
-    return env
-
-
-def environment_block(env: Mapping[str, str]) -> str:
-    """A CREATE_UNICODE_ENVIRONMENT block: "name=value\\0" sorted case-insensitively by
-    name, ended by one more NUL. Raises LaunchError for a name Windows cannot hold (a
-    leading "=" is allowed: cmd keeps per-drive directories as "=C:")."""
-    for name, value in env.items():
-        if name == "" or "=" in name[1:] or "\0" in name or "\0" in value:
-            raise LaunchError(f"the environment variable {name!r} cannot be passed to Windows")
-    entries = sorted(env.items(), key=lambda item: item[0].upper())
-    if not entries:
-        return "\0\0"
-    return "".join(f"{name}={value}\0" for name, value in entries) + "\0"
 
 
 @dataclass(frozen=True, slots=True)
