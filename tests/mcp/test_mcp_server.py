@@ -27,6 +27,8 @@ TOOLS = {
     "type_text",
     "key",
     "scroll",
+    "drag",
+    "wait",
     "launch",
     "end_session",
 }
@@ -99,6 +101,45 @@ async def test_tools_observe_click_type_and_end_drive_the_rig(stack: Stack, tmp_
         assert stack.sim().field_text("username") == "ada"
         assert text_of(ended).startswith("ended ses_")
         assert await active_session_ids(stack) == []
+
+
+def number_of(observe_text: str, name: str) -> int:
+    match = re.search(rf"^\[(\d+)\] {re.escape(name)} \(", observe_text, re.MULTILINE)
+    assert match is not None, f"no line for {name!r} in:\n{observe_text}"
+    return int(match.group(1))
+
+
+async def test_acting_tools_answer_with_the_settled_screen(stack: Stack, tmp_path: Path) -> None:
+    async with mcp_session(stack, tmp_path) as mcp:
+        observed = await mcp.call_tool("observe", {})
+        clicked = await mcp.call_tool("click", {"index": number_of(text_of(observed), "Username")})
+        typed = await mcp.call_tool("type_text", {"text": "ada"})
+        quick = await mcp.call_tool("key", {"key": "tab", "observe": False})
+        waited = await mcp.call_tool("wait", {"until": "target", "name": "remember"})
+
+        for result in (clicked, typed, waited):
+            assert not result.is_error, text_of(result)
+            assert [type(block) for block in result.content] == [ImageContent, TextContent]
+            assert re.search(r"^\[1\] ", text_of(result), re.MULTILINE)
+        assert "the screen settled after" in text_of(typed).splitlines()[0]
+        assert [type(block) for block in quick.content] == [TextContent]
+        assert text_of(waited).startswith("target after ")
+        assert stack.sim().field_text("username") == "ada"
+
+
+async def test_drag_tool_presses_and_releases_over_the_check_box(
+    stack: Stack, tmp_path: Path
+) -> None:
+    rect = stack.sim().control_rect("remember")
+    async with mcp_session(stack, tmp_path) as mcp:
+        await mcp.call_tool("screenshot", {"max_width": 1920})  # image pixels are native
+        path = [[rect.x + 2, rect.y + 2], [rect.x + rect.w - 3, rect.y + rect.h - 3]]
+        dragged = await mcp.call_tool("drag", {"path": path})
+
+        assert not dragged.is_error, text_of(dragged)
+        assert text_of(dragged).startswith("dragged left from image ")
+        assert stack.sim().checkbox_checked is True
+        assert stack.sim().pressed_buttons == frozenset()
 
 
 async def test_click_by_image_point_and_screenshot_content(stack: Stack, tmp_path: Path) -> None:

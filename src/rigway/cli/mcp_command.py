@@ -34,7 +34,8 @@ def mcp_command(
 ) -> None:
     """Run an MCP server whose tools see and drive RIG (session started on first use).
 
-    Tools: observe, screenshot, click, type_text, key, scroll, launch, end_session.
+    Tools: observe, screenshot, click, type_text, key, scroll, drag, wait, launch,
+    end_session; the acting ones answer with the settled screen.
     The session ends when the server stops. With stdio, nothing but MCP goes to stdout.
     """
     # Imported here: the MCP stack costs a second of start-up the other commands skip.

@@ -20,6 +20,7 @@ Errors are in `rigway.client.errors`; computer-use adapters in
 `rigway.client.computer_use`.
 """
 
+from ._act_ops import ActOptions
 from ._async import AsyncRigway, PendingAsyncSession
 from ._async_session import AsyncSessionHandle
 from ._console import AsyncRigwayConsole, RigwayConsole
@@ -95,6 +96,7 @@ __all__ = [
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "ActOptions",
     "ActResult",
     "AgentRelease",
     "AmbiguousTargetError",

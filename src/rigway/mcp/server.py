@@ -5,11 +5,15 @@ The session starts lazily, on the first tool call that needs it, and ends when t
 server shuts down (stdin closed, SIGINT/SIGTERM, or the `end_session` tool); a tool
 call after `end_session` starts a new one.
 
-Tools: `observe` (image + target lines), `screenshot` (image), `click` (target id or
-x,y), `type_text`, `key`, `scroll`, `launch`, `end_session`. Points given as `x`,`y`
-are pixels of the latest image this server returned (mapped back to native desktop
-pixels), or native pixels before any image. API failures come back as tool errors
-whose text carries the gateway's code and request id, so the model can react.
+Tools: `observe` (image + numbered target lines), `screenshot` (image), `click` (a
+target's number, id or name, or x,y), `type_text`, `key`, `scroll`, `drag`, `wait`,
+`launch`, `end_session`. The acting tools (click, type_text, key, scroll, drag) send
+one batch that lets the screen settle and observes after it, so a model sees the result
+of each step in the same tool call (`observe=false`: text only); `wait` and `launch`
+observe after too. Points given as `x`,`y` are pixels of the latest image this server
+returned (mapped back to native desktop pixels), or native pixels before any image.
+API failures come back as tool errors whose text carries the gateway's code and
+request id, so the model can react.
 """
 
 from __future__ import annotations
@@ -29,14 +33,25 @@ from pydantic import Field
 
 from rigway import __version__
 from rigway.client import (
+    ActOptions,
+    ActResult,
     AsyncRigway,
     AsyncSessionHandle,
-    InputResult,
+    ObserveOptions,
     ObserveResult,
     RigwayError,
     Screenshot,
     Session,
     SessionEndedError,
+    WaitTarget,
+)
+
+from ._content import (
+    Content,
+    acted_content,
+    image_content,
+    observe_content,
+    wait_text,
 )
 
 __all__ = ["DEFAULT_MAX_WIDTH", "LazySession", "McpSettings", "RigTools", "build_server", "serve"]
@@ -49,10 +64,14 @@ Transport = Literal["stdio", "streamable-http"]
 DEFAULT_MAX_WIDTH = 1280
 # The gateway bounds an end (with the host's safety restore) at 10 s; leave it room.
 END_TIMEOUT_S = 15.0
+# How long `launch` waits for the new program to show (then to finish drawing).
+LAUNCH_WAIT_MS = 5000
 INSTRUCTIONS = (
     "These tools drive one remote desktop (a Rigway rig). Call observe first: it returns "
-    "a screenshot and the clickable targets with their ids. Prefer click(target=id); "
-    "x,y are pixels of the latest image. Call end_session when done (billing stops)."
+    "a screenshot and the clickable targets, numbered. Prefer click(index=n) or "
+    "click(target=id or name); x,y are pixels of the latest image. Every acting tool "
+    "returns a fresh screenshot and targets once the screen has settled, so there is no "
+    "need to observe between steps. Call end_session when done (billing stops)."
 )
 
 
@@ -110,38 +129,45 @@ class LazySession:
         return await handle.end()
 
 
-def _image_content(shot: Screenshot) -> ImageContent:
-    return ImageContent(type="image", data=shot.base64(), mime_type="image/jpeg")
-
-
-def _observe_text(result: ObserveResult) -> str:
-    lines = [
-        f"image {result.width}x{result.height} of the {result.native_width}x"
-        f"{result.native_height} desktop; click(x, y) takes pixels of this image",
-    ]
-    if result.text is not None:
-        if result.text.summary:
-            lines.insert(0, result.text.summary)
-        lines.extend(result.text.targets)
-    return "\n".join(lines)
-
-
 MaxWidthArg = Annotated[
     int | None,
     Field(ge=16, le=16384, description="Cap the image's long edge, pixels (default: server's)."),
 ]
-MarkArg = Annotated[bool, Field(description="Draw each target's box and index on the image.")]
-TargetArg = Annotated[str | None, Field(description="A target id from observe, e.g. t_1a2b3c.")]
+MarkArg = Annotated[bool, Field(description="Draw each target's box and id on the image.")]
+IndexArg = Annotated[
+    int | None, Field(ge=1, description="The number of a target in the latest observation.")
+]
+TargetArg = Annotated[
+    str | None,
+    Field(description="A target id (t_…) or name from the latest observation."),
+]
 XArg = Annotated[int | None, Field(description="x in pixels of the latest image.")]
 YArg = Annotated[int | None, Field(description="y in pixels of the latest image.")]
-
-
-def _press(handle: AsyncSessionHandle, double: bool) -> Callable[..., Awaitable[InputResult]]:
-    return handle.double_click if double else handle.click
+ObserveArg = Annotated[
+    bool,
+    Field(
+        description="Once the screen has settled, return a fresh screenshot and the "
+        "numbered targets (default). false: answer sooner, with text only."
+    ),
+]
+PathArg = Annotated[
+    list[list[int]],
+    Field(
+        min_length=2,
+        max_length=99,
+        description="[[x, y], …] pixels of the latest image: press at the first point, "
+        "move through the rest, release at the last.",
+    ),
+]
+Button = Literal["left", "right", "middle"]
 
 
 class RigTools:
-    """The tools, as methods over one `LazySession` (their docstrings are what models read)."""
+    """The tools, as methods over one `LazySession` (their docstrings are what models read).
+
+    Every acting tool sends its events in one batch that settles on the rig and, unless
+    told not to, observes after: one tool call per step of the model.
+    """
 
     def __init__(self, session: LazySession, max_width: int | None = DEFAULT_MAX_WIDTH) -> None:
         self._session = session
@@ -158,6 +184,7 @@ class RigTools:
             return await action(handle)
         except SessionEndedError as exc:
             self._session.forget(handle)
+            self._latest_image = None
             raise ToolError(f"{exc}; the next tool call starts a new session") from exc
         except (RigwayError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
@@ -167,63 +194,98 @@ class RigTools:
             return x, y
         return self._latest_image.to_native(x, y)
 
-    async def observe(
-        self, max_width: MaxWidthArg = None, mark: MarkArg = False
-    ) -> list[ImageContent | TextContent]:
-        """See the desktop: a screenshot plus the focused window's clickable targets.
-
-        Each target line reads `[index] name (role) id=…`; click one with click(target=id).
-        `mark` draws each target's box and index on the image. `max_width` caps the
-        image's long edge (default set by the server).
-        """
-        width = max_width if max_width is not None else self._max_width
-        result = await self._run(lambda handle: handle.observe(max_width=width, mark=mark))
-        content: list[ImageContent | TextContent] = []
-        shot = result.screenshot()
+    def _seen(self, result: ObserveResult | None) -> None:
+        shot = None if result is None else result.screenshot()
         if shot is not None:
             self._latest_image = shot
-            content.append(_image_content(shot))
-        content.append(TextContent(type="text", text=_observe_text(result)))
-        return content
+
+    def _options(self, observe: bool) -> ActOptions:
+        if not observe:
+            return {"settle": True}
+        return {"settle": True, "observe": ObserveOptions(max_width=self._max_width)}
+
+    async def _act(
+        self,
+        done: str,
+        observe: bool,
+        action: Callable[[AsyncSessionHandle, ActOptions], Awaitable[ActResult]],
+    ) -> Content:
+        options = self._options(observe)
+        result = await self._run(lambda handle: action(handle, options))
+        self._seen(result.observe)
+        return acted_content(done, result)
+
+    async def _observe(self, width: int | None, mark: bool = False) -> ObserveResult:
+        result = await self._run(lambda handle: handle.observe(max_width=width, mark=mark))
+        self._seen(result)
+        return result
+
+    async def observe(self, max_width: MaxWidthArg = None, mark: MarkArg = False) -> Content:
+        """See the desktop: a screenshot plus the focused window's clickable targets.
+
+        Each target line reads `[n] name (role) id=…`; click one with click(index=n),
+        or by its id or name with click(target=…). `mark` draws each target's box and
+        id on the image. `max_width` caps the image's long edge (default set by the
+        server).
+        """
+        width = max_width if max_width is not None else self._max_width
+        return observe_content(await self._observe(width, mark))
 
     async def screenshot(self, max_width: MaxWidthArg = None) -> ImageContent:
         """A JPEG of the whole desktop (`max_width` caps its long edge)."""
         width = max_width if max_width is not None else self._max_width
         shot = await self._run(lambda handle: handle.screenshot(max_width=width))
         self._latest_image = shot
-        return _image_content(shot)
+        return image_content(shot)
 
     async def click(
         self,
+        index: IndexArg = None,
         target: TargetArg = None,
         x: XArg = None,
         y: YArg = None,
-        button: Literal["left", "right", "middle"] = "left",
+        button: Button = "left",
         double: bool = False,
-    ) -> str:
-        """Click a target by its id (from observe), or the point x,y of the latest image."""
-        if target is not None and x is None and y is None:
-            await self._run(lambda h: _press(h, double)(target=target, button=button))
-            return f"clicked {button} on target {target}"
-        if target is not None or x is None or y is None:
-            raise ToolError("give either target (an id from observe) or both x and y")
-        nx, ny = self._native(x, y)
-        await self._run(lambda h: _press(h, double)(nx, ny, button=button))
-        return f"clicked {button} at image {x},{y} (native {nx},{ny})"
+        observe: ObserveArg = True,
+    ) -> Content:
+        """Click a target of the latest observation, by its number (index), its id or
+        its name (target), or the point x,y of the latest image."""
+        ways = [index is not None, target is not None, x is not None or y is not None]
+        if ways.count(True) != 1 or (x is None) != (y is None):
+            raise ToolError("give one of: index, target (an id or a name), or both x and y")
+        ref: int | str | None = index if index is not None else target
+        point = (None, None) if x is None or y is None else self._native(x, y)
+        where = f"image {x},{y} (native {point[0]},{point[1]})"
+        if ref is not None:
+            where = f"target [{ref}]" if index is not None else f"target {ref!r}"
+
+        def press(handle: AsyncSessionHandle, options: ActOptions) -> Awaitable[ActResult]:
+            clicker = handle.double_click if double else handle.click
+            return clicker(point[0], point[1], target=ref, button=button, **options)
+
+        return await self._act(f"clicked {button} on {where}", observe, press)
 
     async def type_text(
-        self, text: Annotated[str, Field(description="The text, typed as is.")]
-    ) -> str:
+        self,
+        text: Annotated[str, Field(description="The text, typed as is.")],
+        observe: ObserveArg = True,
+    ) -> Content:
         """Type text into the focused control (any Unicode; not key names)."""
-        await self._run(lambda handle: handle.type_text(text))
-        return f"typed {len(text)} characters"
+        return await self._act(
+            f"typed {len(text)} characters",
+            observe,
+            lambda handle, options: handle.type_text(text, **options),
+        )
 
     async def key(
-        self, key: Annotated[str, Field(description="A key name or chord such as ctrl+s.")]
-    ) -> str:
+        self,
+        key: Annotated[str, Field(description="A key name or chord such as ctrl+s.")],
+        observe: ObserveArg = True,
+    ) -> Content:
         """Press a key or chord: enter, tab, escape, backspace, ctrl+s, alt+f4, …"""
-        await self._run(lambda handle: handle.key(key))
-        return f"pressed {key}"
+        return await self._act(
+            f"pressed {key}", observe, lambda handle, options: handle.key(key, **options)
+        )
 
     async def scroll(
         self,
@@ -231,22 +293,73 @@ class RigTools:
         dx: Annotated[int, Field(description="Notches; positive scrolls right.")] = 0,
         x: XArg = None,
         y: YArg = None,
-    ) -> str:
+        observe: ObserveArg = True,
+    ) -> Content:
         """Scroll by wheel notches (dy < 0 scrolls down), at x,y of the latest image if given."""
         if (x is None) != (y is None):
             raise ToolError("give both x and y, or neither")
-        point = (None, None) if x is None or y is None else self._native(x, y)
-        await self._run(lambda handle: handle.scroll(dx, dy, x=point[0], y=point[1]))
-        return f"scrolled dx={dx} dy={dy}"
+        px, py = (None, None) if x is None or y is None else self._native(x, y)
+        return await self._act(
+            f"scrolled dx={dx} dy={dy}",
+            observe,
+            lambda handle, options: handle.scroll(dx, dy, x=px, y=py, **options),
+        )
+
+    async def drag(
+        self, path: PathArg, button: Button = "left", observe: ObserveArg = True
+    ) -> Content:
+        """Drag with a mouse button held: press at the first point of `path`, move
+        through the others, release at the last (sliders, selections, drag and drop)."""
+        if any(len(point) != 2 for point in path):
+            raise ToolError("path is a list of [x, y] points")
+        native = [self._native(point[0], point[1]) for point in path]
+        (x0, y0), (x1, y1) = path[0], path[-1]
+        return await self._act(
+            f"dragged {button} from image {x0},{y0} to {x1},{y1}",
+            observe,
+            lambda handle, options: handle.drag(native, button=button, **options),
+        )
+
+    async def wait(
+        self,
+        until: Annotated[
+            Literal["change", "quiet", "target"],
+            Field(description="change: anything redrawn; quiet: still; target: a control."),
+        ],
+        name: Annotated[str | None, Field(description="target: part of its name.")] = None,
+        role: Annotated[str | None, Field(description="target: its role.")] = None,
+        timeout_ms: Annotated[int, Field(ge=1, le=30000, description="Give up after.")] = 5000,
+        observe: ObserveArg = True,
+    ) -> Content:
+        """Wait on the rig for the screen to change, to go still, or for a control to
+        appear in the focused window (until=target with a name and/or role)."""
+        wanted = WaitTarget(name=name, role=role) if until == "target" else None
+        if (wanted is not None) != (name is not None or role is not None):
+            raise ToolError("name and role go with until=target, which needs one of them")
+        result = await self._run(
+            lambda handle: handle.wait_for(until, timeout_ms=timeout_ms, target=wanted)
+        )
+        text = wait_text(until, result, timeout_ms)
+        if not observe:
+            return [TextContent(type="text", text=text)]
+        return observe_content(await self._observe(self._max_width), first_line=text)
 
     async def launch(
         self,
         path: Annotated[str, Field(description="Absolute path, or a name on the rig's PATH.")],
         args: Annotated[list[str] | None, Field(description="Command-line arguments.")] = None,
-    ) -> str:
+        observe: ObserveArg = True,
+    ) -> Content:
         """Start a program on the rig by absolute path or by name on its PATH."""
         result = await self._run(lambda handle: handle.launch(path, args))
-        return f"launched {path} as pid {result.pid}"
+        done = f"launched {path} as pid {result.pid}"
+        if not observe:
+            return [TextContent(type="text", text=done)]
+        # A window takes a moment to appear, then to finish drawing.
+        waited = await self._run(lambda h: h.wait_for("change", timeout_ms=LAUNCH_WAIT_MS))
+        if waited.met:
+            await self._run(lambda h: h.wait_for("quiet", timeout_ms=LAUNCH_WAIT_MS))
+        return observe_content(await self._observe(self._max_width), first_line=done)
 
     async def end_session(self) -> str:
         """End the session (billing stops); a later tool call starts a new one."""
@@ -273,8 +386,12 @@ def build_server(tools: RigTools) -> MCPServer:
     acting = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True)
     server.add_tool(tools.observe, annotations=looking, structured_output=False)
     server.add_tool(tools.screenshot, annotations=looking, structured_output=False)
-    for action in (tools.click, tools.type_text, tools.key, tools.scroll, tools.launch):
+    actions = (tools.click, tools.type_text, tools.key, tools.scroll, tools.drag, tools.launch)
+    for action in actions:
         server.add_tool(action, annotations=acting, structured_output=False)
+    # A wait changes nothing on the rig, but what it sees depends on the world.
+    waiting = ToolAnnotations(read_only_hint=True, open_world_hint=True)
+    server.add_tool(tools.wait, annotations=waiting, structured_output=False)
     ending = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
     server.add_tool(tools.end_session, annotations=ending, structured_output=False)
     return server

@@ -1,0 +1,84 @@
+"""What the MCP tools hand the model: images and the lines of text around them.
+
+Pure functions over SDK results, so the wording a model reads is tested without a
+server. Targets are numbered from 1, as `click(index=n)` counts them.
+"""
+
+from __future__ import annotations
+
+from mcp.types import ImageContent, TextContent
+
+from rigway.client import ActResult, ObserveResult, Screenshot, WaitResult
+
+__all__ = [
+    "Content",
+    "acted_content",
+    "image_content",
+    "observe_content",
+    "observe_text",
+    "settle_text",
+    "wait_text",
+]
+
+Content = list[ImageContent | TextContent]
+
+
+def image_content(shot: Screenshot) -> ImageContent:
+    return ImageContent(type="image", data=shot.base64(), mime_type="image/jpeg")
+
+
+def observe_text(result: ObserveResult) -> str:
+    """The observation for the model: the window's summary, what x,y mean, and one
+    numbered line per target."""
+    lines = []
+    if result.text is not None and result.text.summary:
+        lines.append(result.text.summary)
+    lines.append(
+        f"image {result.width}x{result.height} of the {result.native_width}x"
+        f"{result.native_height} desktop; click(x, y) takes pixels of this image, "
+        "click(index=n) the target numbered n below"
+    )
+    lines.extend(result.target_lines())
+    return "\n".join(lines)
+
+
+def observe_content(result: ObserveResult, *, first_line: str | None = None) -> Content:
+    """The image (when there is one) and the observation's text, after `first_line`."""
+    content: Content = []
+    shot = result.screenshot()
+    if shot is not None:
+        content.append(image_content(shot))
+    text = observe_text(result)
+    if first_line is not None:
+        text = f"{first_line}\n{text}"
+    content.append(TextContent(type="text", text=text))
+    return content
+
+
+def settle_text(result: ActResult) -> str:
+    """`""`, or what the settle found: "; the screen settled after 140 ms"."""
+    if result.settle is None:
+        return ""
+    if result.settle.settled:
+        return f"; the screen settled after {result.settle.waited_ms} ms"
+    return f"; the screen was still changing after {result.settle.waited_ms} ms"
+
+
+def acted_content(done: str, result: ActResult) -> Content:
+    """An acting tool's answer: what it did and how the screen settled, then the
+    observation taken after (when the batch asked for one)."""
+    first_line = done + settle_text(result)
+    if result.observe is None:
+        return [TextContent(type="text", text=first_line)]
+    return observe_content(result.observe, first_line=first_line)
+
+
+def wait_text(until: str, result: WaitResult, timeout_ms: int) -> str:
+    """One line on how a wait ended."""
+    if not result.met:
+        return f"not met: no {until} within {timeout_ms} ms"
+    found = ""
+    if result.target is not None:
+        target = result.target
+        found = f": {target.name or '(unnamed)'} ({target.role}) id={target.id}"
+    return f"{until} after {result.waited_ms} ms{found}"
