@@ -132,6 +132,12 @@ class FakeWin32:
         self.windows[hwnd] = window
         return window
 
+    def reuse_pid(self, pid: int, name: str) -> FakeProcess:
+        """The process with `pid` exits, and Windows gives its pid to a new, unrelated
+        process of the same user (in no job, without the tag)."""
+        self.end_process(pid)
+        return self.add_process(name, pid=pid)
+
     def is_alive(self, pid: int) -> bool:
         process = self.processes.get(pid)
         return process is not None and process.alive
@@ -188,10 +194,14 @@ class FakeWin32:
             create_time_100ns=process.create_time_100ns,
         )
 
-    def terminate_pid(self, info: ProcessInfo) -> bool:
+    def terminate_pid(self, info: ProcessInfo, *, job: int | None = None) -> bool:
+        """TerminateProcess on the pid, only if it names the process `info` describes
+        (and, given `job`, that process is in it)."""
         process = self.processes.get(info.pid)
         if process is None or process.create_time_100ns != info.create_time_100ns:
             return False  # the pid names another process now
+        if job is not None and process.job != job:
+            return False
         return self.terminate(info.pid)
 
 
@@ -318,6 +328,10 @@ class FakeJobPort:
     def terminate_pid(self, info: ProcessInfo) -> bool:
         self.calls.append(("terminate_pid", info.pid))
         return self.machine.terminate_pid(info)
+
+    def terminate_member(self, job: int, info: ProcessInfo) -> bool:
+        self.calls.append(("terminate_member", job, info.pid))
+        return self.machine.terminate_pid(info, job=job)
 
     def wait_exit(self, pids: frozenset[int], timeout_s: float) -> frozenset[int]:
         self.calls.append(("wait_exit", tuple(sorted(pids)), timeout_s))

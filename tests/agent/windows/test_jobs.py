@@ -24,6 +24,7 @@ from rigway.agent.backends.windows.launch import (
     environment_block,
     find_executable,
 )
+from rigway.agent.backends.windows.protect import ProcessInfo
 from tests.agent.windows.fake_win32 import AGENT_PID, FakeJobPort, FakeProcess, FakeWin32
 
 NOTEPAD = "C:\\Windows\\System32\\notepad.exe"
@@ -474,3 +475,45 @@ def test_command_line_with_a_nul_is_refused() -> None:
 def test_command_line_longer_than_windows_allows_is_refused() -> None:
     with pytest.raises(LaunchError, match="32766"):
         build_command_line("C:\\a.exe", ["x" * 40_000])
+
+
+def test_kill_one_by_one_spares_a_process_that_took_a_listed_members_pid(
+    port: FakeJobPort,
+) -> None:
+    class ReusesAMembersPid(FakeJobPort):
+        """The helper exits between the job's member list and its vetting, and an
+        unrelated process of the user gets its pid."""
+
+        reused: int | None = None
+
+        def process_info(self, pid: int) -> ProcessInfo | None:
+            if pid == self.reused and "post_close_to_windows_of" in self.call_names():
+                self.reused = None
+                self.machine.reuse_pid(pid, "users-editor.exe")
+            return super().process_info(pid)
+
+    reusing = ReusesAMembersPid(port.machine)
+    tracker = tracker_over(reusing)
+    pid = tracker.launch("tool", [])
+    port.machine.spawn(pid, "explorer.exe")  # spared: the job is not terminated whole
+    helper = port.machine.spawn(pid, "helper.exe")
+    reusing.reused = helper.pid
+
+    tracker.kill(pid)
+
+    assert port.machine.processes[helper.pid].name == "users-editor.exe"
+    assert port.machine.is_alive(helper.pid)
+
+
+def test_kill_one_by_one_ends_members_through_their_job(
+    port: FakeJobPort, tracker: JobAppTracker
+) -> None:
+    pid = tracker.launch("tool", [])
+    port.machine.spawn(pid, "explorer.exe")
+    helper = port.machine.spawn(pid, "helper.exe")
+
+    tracker.kill(pid)
+
+    (job,) = port.jobs
+    assert ("terminate_member", job, helper.pid) in port.calls
+    assert not port.machine.is_alive(helper.pid)

@@ -1,5 +1,5 @@
-"""Binding for `jobs.py`: `Win32JobPort`, the `JobPort` over kernel32, user32, the
-process token (pywin32) and psutil; plus the process and window primitives
+"""Binding for `jobs.py`: `Win32JobPort`, the `JobPort` over kernel32, user32 and psutil
+(the guard's facts through `_processes.py`); plus the process and window primitives
 `_toplevel.py` shares.
 
 Only calls, each wrapped once with its argument and result types, built from the
@@ -16,16 +16,12 @@ import time
 from collections.abc import Mapping
 
 import psutil
-import pywintypes
-import win32api
-import win32security
 
 from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
 from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, UINT
 from rigway.agent.backends.windows.job_types import (
     CONSTANTS,
     CREATION_FLAGS,
-    FILETIME,
     PROCESS_INFORMATION,
     STARTUPINFOW,
     job_limits,
@@ -38,12 +34,22 @@ from rigway.agent.backends.windows.protect import ProcessInfo
 
 assert sys.platform == "win32"
 
+# Another binding module: after the platform assertion, so that the Linux type check
+# (which skips the rest of this module) does not look into it.
+from rigway.agent.backends.windows._processes import (  # noqa: E402
+    creation_time_100ns,
+    environment_value,
+    open_process,
+    process_info,
+)
+
 __all__ = [
     "Win32JobPort",
     "open_job_tracker",
     "open_process",
     "post_close",
     "process_info",
+    "terminate_member",
     "terminate_pid",
     "top_level_windows",
     "wait_processes_exit",
@@ -106,31 +112,12 @@ _declare(_kernel32, "TerminateJobObject", BOOL, HANDLE, UINT)
 _declare(_kernel32, "ResumeThread", DWORD, HANDLE)
 _declare(_kernel32, "TerminateProcess", BOOL, HANDLE, UINT)
 _declare(_kernel32, "CloseHandle", BOOL, HANDLE)
-_declare(_kernel32, "OpenProcess", HANDLE, DWORD, BOOL, DWORD)
 _declare(_kernel32, "WaitForSingleObject", DWORD, HANDLE, DWORD)
-_declare(
-    _kernel32,
-    "GetProcessTimes",
-    BOOL,
-    HANDLE,
-    ctypes.POINTER(FILETIME),
-    ctypes.POINTER(FILETIME),
-    ctypes.POINTER(FILETIME),
-    ctypes.POINTER(FILETIME),
-)
-_declare(_kernel32, "ProcessIdToSessionId", BOOL, DWORD, ctypes.POINTER(DWORD))
+_declare(_kernel32, "IsProcessInJob", BOOL, HANDLE, HANDLE, ctypes.POINTER(BOOL))
 _declare(_user32, "GetWindowThreadProcessId", DWORD, HWND, ctypes.POINTER(DWORD))
 _declare(_user32, "PostMessageW", BOOL, HWND, UINT, WPARAM, LPARAM)
 _WNDENUMPROC = ctypes.WINFUNCTYPE(BOOL, HWND, LPARAM)
 _declare(_user32, "EnumWindows", BOOL, _WNDENUMPROC, LPARAM)
-
-# IsProcessCritical exists from Windows 8.1. Before it no user-mode query exists; the
-# processes that can be critical there run as SYSTEM, which the guard spares anyway.
-try:
-    _declare(_kernel32, "IsProcessCritical", BOOL, HANDLE, ctypes.POINTER(BOOL))
-    _HAS_IS_PROCESS_CRITICAL = True
-except AttributeError:
-    _HAS_IS_PROCESS_CRITICAL = False
 
 
 def _fail(error: int | None = None) -> OSError:
@@ -145,129 +132,40 @@ def _close(handle: int) -> None:
 # -- processes -----------------------------------------------------------------------
 
 
-def open_process(pid: int, access: int) -> tuple[int | None, int]:
-    """(handle, 0), or (None, the Win32 error): ERROR_INVALID_PARAMETER means no such
-    process, ERROR_ACCESS_DENIED that it is not ours to open."""
-    handle: int | None = _kernel32.OpenProcess(access, False, pid)
-    if handle is None:
-        return None, ctypes.get_last_error()
-    return handle, 0
-
-
-def _creation_time_100ns(handle: int) -> int | None:
-    created, exited, kernel, user = FILETIME(), FILETIME(), FILETIME(), FILETIME()
-    ok = _kernel32.GetProcessTimes(
-        handle,
-        ctypes.byref(created),
-        ctypes.byref(exited),
-        ctypes.byref(kernel),
-        ctypes.byref(user),
-    )
-    if not ok:
-        return None
-    return (int(created.dwHighDateTime) << 32) | int(created.dwLowDateTime)
-
-
-def _is_critical(handle: int) -> bool | None:
-    if not _HAS_IS_PROCESS_CRITICAL:
-        return False
-    critical = BOOL(0)
-    if not _kernel32.IsProcessCritical(handle, ctypes.byref(critical)):
-        return None
-    return bool(critical.value)
-
-
-def _session_id(pid: int) -> int | None:
-    session = DWORD(0)
-    if not _kernel32.ProcessIdToSessionId(pid, ctypes.byref(session)):
-        return None
-    return int(session.value)
-
-
-def _user_sid(handle: int) -> str | None:
-    try:
-        token = win32security.OpenProcessToken(handle, CONSTANTS["TOKEN_QUERY"])
-        try:
-            # pywin32 returns (PySID, attributes), untyped.
-            user = win32security.GetTokenInformation(token, win32security.TokenUser)
-            return win32security.ConvertSidToStringSid(user[0])
-        finally:
-            win32api.CloseHandle(token)
-    except pywintypes.error:
-        return None
-
-
-def _environment_value(environ: Mapping[str, str], name: str) -> str | None:
-    # Windows variable names are case-insensitive; a program may re-case them.
-    wanted = name.upper()
-    return next((value for key, value in environ.items() if key.upper() == wanted), None)
-
-
-def _psutil_facts(pid: int) -> tuple[str, tuple[int, ...], str | None] | None:
-    """(image name, ancestor pids, launch tag); None when the process is gone."""
-    try:
-        proc = psutil.Process(pid)
-        name = proc.name()
-    except psutil.NoSuchProcess:
-        return None
-    except psutil.AccessDenied:
-        return "", (), None
-    try:
-        # psutil cuts the chain at a parent younger than its child (a reused pid).
-        ancestors = tuple(parent.pid for parent in proc.parents())
-    except psutil.Error:
-        ancestors = ()
-    try:
-        tag = _environment_value(proc.environ(), LAUNCH_TAG_ENV)
-    except psutil.Error:
-        tag = None
-    return name, ancestors, tag
-
-
-def process_info(pid: int) -> ProcessInfo | None:
-    """The guard's facts of `pid`; None when no process has it. Facts that cannot be
-    read are None, and the guard then spares the process."""
-    facts = _psutil_facts(pid)
-    if facts is None:
-        return None
-    name, ancestors, tag = facts
-    handle, error = open_process(pid, _QUERY)
-    if handle is None and error == _ERROR_INVALID_PARAMETER:
-        return None
-    created = critical = sid = None
-    if handle is not None:
-        try:
-            created = _creation_time_100ns(handle)
-            critical = _is_critical(handle)
-            sid = _user_sid(handle)
-        finally:
-            _close(handle)
-    return ProcessInfo(
-        pid=pid,
-        name=name,
-        session_id=_session_id(pid),
-        user_sid=sid,
-        is_critical=critical,
-        ancestor_pids=ancestors,
-        launch_tag=tag,
-        create_time_100ns=created,
-    )
-
-
 def terminate_pid(info: ProcessInfo) -> bool:
     """TerminateProcess, only if the pid still names the process `info` describes: the
     open handle pins the process, and its creation time must match."""
+    return _terminate_verified(info, job=None)
+
+
+def terminate_member(job: int, info: ProcessInfo) -> bool:
+    """`terminate_pid`, and only if the process is in `job` now (IsProcessInJob on the
+    same handle): a member listed earlier may have exited and its pid gone to a
+    process that is not ours."""
+    return _terminate_verified(info, job=job)
+
+
+def _terminate_verified(info: ProcessInfo, *, job: int | None) -> bool:
     if info.create_time_100ns is None:
         return False
     handle, _error = open_process(info.pid, CONSTANTS["PROCESS_TERMINATE"] | _QUERY)
     if handle is None:
         return False
     try:
-        if _creation_time_100ns(handle) != info.create_time_100ns:
+        if creation_time_100ns(handle) != info.create_time_100ns:
+            return False
+        if job is not None and not _is_in_job(handle, job):
             return False
         return bool(_kernel32.TerminateProcess(handle, 1))
     finally:
         _close(handle)
+
+
+def _is_in_job(process: int, job: int) -> bool:
+    in_job = BOOL(0)
+    if not _kernel32.IsProcessInJob(process, job, ctypes.byref(in_job)):
+        return False
+    return bool(in_job.value)
 
 
 def wait_processes_exit(pids: frozenset[int], timeout_s: float) -> frozenset[int]:
@@ -434,6 +332,12 @@ class Win32JobPort:
         except OSError:
             return False
 
+    def terminate_member(self, job: int, info: ProcessInfo) -> bool:
+        try:
+            return terminate_member(job, info)
+        except OSError:
+            return False
+
     def wait_exit(self, pids: frozenset[int], timeout_s: float) -> frozenset[int]:
         return wait_processes_exit(pids, timeout_s)
 
@@ -451,9 +355,9 @@ class Win32JobPort:
         # Other users' environments are unreadable (None): they cannot carry our tag anyway.
         for proc in psutil.process_iter(["environ"], ad_value=None):
             environ: dict[str, str] | None = proc.info["environ"]
-            if environ is None or _environment_value(environ, LAUNCH_TAG_ENV) != tag:
+            if environ is None or environment_value(environ, LAUNCH_TAG_ENV) != tag:
                 continue
-            if launch_ids is None or _environment_value(environ, LAUNCH_ID_ENV) in launch_ids:
+            if launch_ids is None or environment_value(environ, LAUNCH_ID_ENV) in launch_ids:
                 matches.add(proc.pid)
         return frozenset(matches)
 

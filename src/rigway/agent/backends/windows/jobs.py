@@ -125,6 +125,11 @@ class JobPort(Protocol):
         access denied); never raises."""
         ...
 
+    def terminate_member(self, job: int, info: ProcessInfo) -> bool:
+        """`terminate_pid`, only if that process is in `job` now (IsProcessInJob on the
+        handle that terminates it); never raises."""
+        ...
+
     def wait_exit(self, pids: frozenset[int], timeout_s: float) -> frozenset[int]:
         """Wait until these processes have all exited or `timeout_s` passed; returns
         those still running."""
@@ -290,8 +295,9 @@ class JobAppTracker:
                 continue
             vetted = self._vet(members, context)
             if vetted.refused or not self._terminate_job(app):
-                # The job also holds a process the guard spares: one by one instead.
-                self._terminate_each(vetted.allowed.values())
+                # The job also holds a process the guard spares: one by one instead,
+                # each still a member when it is hit (the guard let it pass as one).
+                self._terminate_members(app.job_handle, vetted.allowed.values())
             forced |= vetted.allowed.keys()
         escapees = self._vet(self._tagged(launch_ids) - forced, context).allowed
         self._terminate_each(escapees.values())
@@ -309,6 +315,11 @@ class JobAppTracker:
         for info in infos:
             if not self._port.terminate_pid(info):
                 _log.info("pid %d (%s) was not terminated", info.pid, info.name)
+
+    def _terminate_members(self, job: int, infos: Iterable[ProcessInfo]) -> None:
+        for info in infos:
+            if not self._port.terminate_member(job, info):
+                _log.info("job member pid %d (%s) was not terminated", info.pid, info.name)
 
     def _forget_ended(self, apps: list[_Launched]) -> list[int]:
         running = self._port.wait_exit(frozenset(app.pid for app in apps), 0.0)
