@@ -289,6 +289,17 @@ def test_malformed_rectangle_has_no_area(value: object) -> None:
     assert uia.record_from_cached({uia.UIA_BoundingRectanglePropertyId: value}).rect == (0, 0, 0, 0)
 
 
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [(INF, INF, -INF, -INF), (0.0, 0.0, INF, 10.0), (NAN, 0.0, 5.0, 5.0), (1.0, 2.0, 3.0, -INF)],
+)
+def test_rectangle_that_is_not_finite_has_no_area(value: tuple[float, ...]) -> None:
+    assert uia.record_from_cached({uia.UIA_BoundingRectanglePropertyId: value}).rect == (0, 0, 0, 0)
+
+
 # --- The generated type library against the declarations --------------------------------
 class _Generated:
     def __init__(self, **ids: str) -> None:

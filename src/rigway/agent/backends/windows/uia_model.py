@@ -19,6 +19,7 @@ library that comtypes generates from UIAutomationCore.dll before any call.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -452,10 +453,14 @@ def _str_of(value: object) -> str:
 
 
 def _rect_of(value: object) -> tuple[int, int, int, int]:
-    """BoundingRectangle's VARIANT: four doubles, left, top, width, height."""
+    """BoundingRectangle's VARIANT: four doubles, left, top, width, height. Providers
+    answer infinities for elements with no place on screen (and a NaN is possible):
+    such a rectangle has no area, like a malformed one."""
     if not isinstance(value, tuple | list) or len(value) != 4:
         return (0, 0, 0, 0)
     if not all(isinstance(part, int | float) and not isinstance(part, bool) for part in value):
+        return (0, 0, 0, 0)
+    if not all(math.isfinite(part) for part in value):
         return (0, 0, 0, 0)
     left, top, width, height = (round(part) for part in value)
     return (left, top, width, height)
