@@ -438,7 +438,8 @@ def _public_target(target: ops.Target) -> TargetOut:
 
 def _text_lines(targets: list[TargetOut]) -> list[str]:
     lines = []
-    for index, target in enumerate(targets):
+    # 1-based, as the SDK, the CLI and the MCP server count a target by its index.
+    for index, target in enumerate(targets, start=1):
         focus = " [focused]" if target.focused else ""
         name = target.name or "(unnamed)"
         lines.append(f"[{index}] {name} ({target.role}){focus} id={target.id}")
