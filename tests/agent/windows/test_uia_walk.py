@@ -125,7 +125,68 @@ def test_no_foreground_window_gives_an_empty_snapshot() -> None:
 def test_call_timeout_is_set_from_the_budget() -> None:
     port = FakeUiaPort(typical_window().root)
     _walk(port, WalkBudget(max_elements=10, deadline_s=0.8))
-    assert [r.timeout_s for r in port.requests_of("set_call_timeout")] == [0.8]
+    assert port.requests[0].method == "set_call_timeout"
+    assert port.requests[0].timeout_s == 0.8
+
+
+def test_every_call_is_bounded_by_the_time_left() -> None:
+    clock = FakeClock()
+    port = FakeUiaPort(typical_window().root, clock=clock, seconds_per_call=0.1)
+    _walk(port, WalkBudget(max_elements=10, deadline_s=1.0), clock)
+    calls = [r for r in port.requests if r.method != "set_call_timeout"]
+    timeouts = [r.timeout_s for r in port.requests_of("set_call_timeout")]
+    assert len(timeouts) == len(calls)
+    # Each call costs 0.1 s of the fake clock: each timeout is what was left before it.
+    assert timeouts == pytest.approx([1.0 - 0.1 * n for n in range(len(calls))])
+    for before, call in zip(port.requests[:-1], port.requests[1:], strict=True):
+        if call.method != "set_call_timeout":
+            assert before.method == "set_call_timeout"
+
+
+def test_values_are_asked_of_the_parents_of_collected_elements_only() -> None:
+    inner = element("Edit", (150, 100, 40, 20), "inner", value_available=True, value="x")
+    group = element("Group", (140, 90, 100, 60), "group", children=[inner])
+    outer = element("Edit", (120, 60, 40, 20), "outer", value_available=True, value="y")
+    plain = element("Button", (200, 60, 40, 20), "plain")
+    root = element("Window", WINDOW_RECT, "w", children=[outer, group, plain])
+    port = FakeUiaPort(root)
+    snapshot = _walk(port)
+    assert [r.target for r in port.requests_of("values")] == [root, group]
+    assert all(
+        r.query is not None and r.query.scope == uia.TreeScope_Children
+        for r in port.requests_of("values")
+    )
+    assert {e.name: e.value for e in snapshot.elements}["inner"] == "x"
+
+
+def test_values_beyond_the_element_cap_are_never_asked() -> None:
+    deep_field = element("Edit", (150, 100, 40, 20), "deep", value_available=True, value="z")
+    group = element("Group", (140, 90, 100, 60), "group", children=[deep_field])
+    field = element("Edit", (120, 60, 40, 20), "field", value_available=True, value="y")
+    port = FakeUiaPort(element("Window", WINDOW_RECT, "w", children=[field, group]))
+    snapshot = _walk(port, WalkBudget(max_elements=2, deadline_s=1.5))
+    assert snapshot.truncated
+    assert [r.target for r in port.requests_of("values")] == [port.root]
+
+
+def test_value_queries_stop_at_the_deadline_keeping_those_read() -> None:
+    clock = FakeClock()
+    fields = [
+        element("Edit", (110 + 30 * i, 60, 10, 10), f"f{i}", value_available=True, value=f"v{i}")
+        for i in range(4)
+    ]
+    groups = [
+        element("Group", (110 + 30 * i, 60, 20, 20), f"g{i}", children=[field])
+        for i, field in enumerate(fields)
+    ]
+    root = element("Window", WINDOW_RECT, "w", children=groups)
+    port = FakeUiaPort(root, clock=clock, seconds_per_call=0.125)
+    # 1/8 s a call: the walk's share (0.75 s) ends after six calls, before the fields'
+    # children are asked for; the values of g0 and g1 are read by 1.0 s, the deadline.
+    snapshot = _walk(port, WalkBudget(max_elements=50, deadline_s=1.0), clock)
+    assert snapshot.truncated
+    assert [r.target for r in port.requests_of("values")] == groups[:2]
+    assert [e.value for e in snapshot.elements if e.name in ("f0", "f1")] == ["v0", "v1"]
 
 
 def test_element_cap_sets_truncated_and_keeps_top_level_elements() -> None:

@@ -228,11 +228,12 @@ RECORD_PROPERTY_IDS: tuple[int, ...] = (
 )
 ROOT_QUERY = CacheQuery(TreeScope_Element, False, (), RECORD_PROPERTY_IDS)
 CHILDREN_QUERY = CacheQuery(TreeScope_Children, True, (), RECORD_PROPERTY_IDS)
-# The one query that reads values: password elements are excluded by the condition, so
-# the provider is never asked for their text.
+# The one query that reads values, asked of each parent whose children have a Value
+# pattern (never of a whole subtree: its cost would have no bound). Password elements
+# are excluded by the condition, so the provider is never asked for their text.
 VALUE_QUERY = CacheQuery(
-    TreeScope_Subtree,
-    False,
+    TreeScope_Children,
+    True,
     (
         PropertyCondition(UIA_IsPasswordPropertyId, False),
         PropertyCondition(UIA_IsValuePatternAvailablePropertyId, True),

@@ -8,9 +8,15 @@ The walk, on the port's own thread:
 2. breadth first, one `FindAllBuildCache(TreeScope_Children, ControlViewCondition)`
    per parent, so stopping at the element cap or the deadline keeps the top-level
    controls; each element is mapped and collected as soon as it is read;
-3. values, in one more query over the window's subtree whose condition excludes
-   password elements (`uia_model.VALUE_QUERY`), joined by RuntimeId. A masked element
-   never takes a value, whatever the port answers.
+3. values: one more `FindAllBuildCache(TreeScope_Children)` per parent of a collected
+   element with a Value pattern, whose condition excludes password elements
+   (`uia_model.VALUE_QUERY`), joined by RuntimeId. So the value reads are bounded like
+   the walk (at most one per collected element, never a search of the whole window)
+   and each parent's values are kept as they come. A masked element never takes a
+   value, whatever the port answers.
+
+Before each call the port's call timeout (UI Automation's connection and transaction
+timeouts) is set to the time left to the deadline, so no single call can run past it.
 
 Hang-proofing: a COM call blocked in a provider cannot be cancelled from Python, and
 modal dialogs, sibling walks and `FindAll` have all been seen to block for a long time
@@ -53,6 +59,7 @@ from rigway.agent.backends.windows.uia_model import (
 __all__ = [
     "DEFAULT_GRACE_S",
     "DEFAULT_MAX_LEAKED_WORKERS",
+    "MIN_CALL_TIMEOUT_S",
     "WALK_SHARE_OF_DEADLINE",
     "UiaAccessibility",
     "UiaCallError",
@@ -68,6 +75,9 @@ logger = logging.getLogger(__name__)
 WALK_SHARE_OF_DEADLINE = 0.75
 # How long past the budget's deadline the caller waits for the worker.
 DEFAULT_GRACE_S = 0.5
+# The least call timeout set: UI Automation takes whole milliseconds, and a call made
+# with next to no time left should fail fast, not be given none at all.
+MIN_CALL_TIMEOUT_S = 0.001
 # Abandoned workers (each blocked in a COM call) allowed to be alive at once.
 DEFAULT_MAX_LEAKED_WORKERS = 3
 
@@ -195,8 +205,15 @@ def walk_foreground(
     docstring). Returns early, with `results` truncated, at the element cap or the
     deadline; a UI Automation timeout also counts as running out of time."""
     started = clock()
-    deadline = started + budget.deadline_s
-    port.set_call_timeout(budget.deadline_s)
+    walk = _Walk(
+        port,
+        _Frame(placement, capture_size),
+        results,
+        clock,
+        deadline=started + budget.deadline_s,
+        walk_deadline=started + budget.deadline_s * WALK_SHARE_OF_DEADLINE,
+    )
+    walk.bound_next_call()
     try:
         root = port.foreground_root(ROOT_QUERY)
     except UiaCallError as error:
@@ -208,47 +225,59 @@ def walk_foreground(
     if budget.max_elements <= 0:
         results.mark_truncated()
         return
-    walk_deadline = started + budget.deadline_s * WALK_SHARE_OF_DEADLINE
-    frame = _Frame(placement, capture_size)
-    if not _breadth_first(port, root, budget.max_elements, walk_deadline, frame, results, clock):
-        return
-    if results.count() == 0:
-        return
-    if clock() >= deadline:
-        results.mark_truncated()
-        return
-    try:
-        values = port.values(root.handle, VALUE_QUERY)
-    except UiaCallError as error:
-        _note_failure(results, error, "values")
-        return
-    results.join_values(values)
+    if walk.breadth_first(root, budget.max_elements):
+        walk.read_values()
 
 
-def _breadth_first(
-    port: UiaPort,
-    root: UiaNode,
-    max_elements: int,
-    deadline: float,
-    frame: _Frame,
-    results: WalkResults,
-    clock: Callable[[], float],
-) -> bool:
-    """Collect the root's descendants level by level. False when a UI Automation
-    timeout says the window stopped answering (nothing more is asked of it)."""
-    pending: deque[tuple[object, tuple[int, ...]]] = deque([(root.handle, ())])
-    while pending:
-        if clock() >= deadline:
-            results.mark_truncated()
-            return True
-        handle, path = pending.popleft()
-        try:
-            children = port.children(handle, CHILDREN_QUERY)
-        except UiaCallError as error:
-            _note_failure(results, error, "children")
-            if error.is_timeout:
-                return False
-            continue
+@dataclass
+class _Walk:
+    """One walk's state: where it maps to, what it collected, and its deadlines (the
+    breadth-first part stops at `walk_deadline`, the values at `deadline`)."""
+
+    port: UiaPort
+    frame: _Frame
+    results: WalkResults
+    clock: Callable[[], float]
+    deadline: float
+    walk_deadline: float
+    # Parents of collected elements that have a Value pattern, in the order walked.
+    value_parents: list[object] = field(default_factory=list)
+
+    def bound_next_call(self) -> None:
+        """The port's call timeout: the time left, so one call cannot overrun it."""
+        self.port.set_call_timeout(max(self.deadline - self.clock(), MIN_CALL_TIMEOUT_S))
+
+    def breadth_first(self, root: UiaNode, max_elements: int) -> bool:
+        """Collect the root's descendants level by level. False when a UI Automation
+        timeout says the window stopped answering (nothing more is asked of it)."""
+        pending: deque[tuple[object, tuple[int, ...]]] = deque([(root.handle, ())])
+        while pending:
+            if self.clock() >= self.walk_deadline:
+                self.results.mark_truncated()
+                return True
+            handle, path = pending.popleft()
+            self.bound_next_call()
+            try:
+                children = self.port.children(handle, CHILDREN_QUERY)
+            except UiaCallError as error:
+                _note_failure(self.results, error, "children")
+                if error.is_timeout:
+                    return False
+                continue
+            if not self._collect(handle, path, children, pending, max_elements):
+                return True
+        return True
+
+    def _collect(
+        self,
+        parent: object,
+        path: tuple[int, ...],
+        children: list[UiaNode],
+        pending: deque[tuple[object, tuple[int, ...]]],
+        max_elements: int,
+    ) -> bool:
+        """Map and collect one parent's children; False once past the element cap."""
+        has_values = False
         for index, child in enumerate(children):
             child_path = (*path, index)
             # An offscreen element's subtree is hidden with it (a collapsed menu, a
@@ -256,17 +285,41 @@ def _breadth_first(
             if not child.record.offscreen:
                 pending.append((child.handle, child_path))
             element = to_element(
-                child.record, None, frame.placement, frame.capture_size, child_path
+                child.record, None, self.frame.placement, self.frame.capture_size, child_path
             )
             if element is None:
                 continue
             # Past the cap the walk goes on only to learn whether anything was left
             # out: the first element that would be reported ends it, truncated.
-            if results.count() >= max_elements:
-                results.mark_truncated()
-                return True
-            results.add(child.record.runtime_id, element)
-    return True
+            if self.results.count() >= max_elements:
+                self.results.mark_truncated()
+                self._note_value_parent(parent, has_values)
+                return False
+            self.results.add(child.record.runtime_id, element)
+            has_values = has_values or (child.record.value_available and not element.masked)
+        self._note_value_parent(parent, has_values)
+        return True
+
+    def _note_value_parent(self, parent: object, has_values: bool) -> None:
+        if has_values:
+            self.value_parents.append(parent)
+
+    def read_values(self) -> None:
+        """One value query per parent of collected elements with values, while time
+        is left; each parent's values are joined as they come."""
+        for parent in self.value_parents:
+            if self.clock() >= self.deadline:
+                self.results.mark_truncated()
+                return
+            self.bound_next_call()
+            try:
+                values = self.port.values(parent, VALUE_QUERY)
+            except UiaCallError as error:
+                _note_failure(self.results, error, "values")
+                if error.is_timeout:
+                    return
+                continue
+            self.results.join_values(values)
 
 
 def _note_failure(results: WalkResults, error: UiaCallError, what: str) -> None:
