@@ -50,16 +50,23 @@ class VirtualDesk:
         """Virtual-screen pixel → SendInput's normalised (dx, dy) with
         MOUSEEVENTF_ABSOLUTE | MOUSEEVENTF_VIRTUALDESK.
 
-        Pixel 0 maps to 0 and the last pixel (width - 1) to 65535; rounding to the
-        nearest makes `from_absolute(to_absolute(p)) == p` for every pixel. Points
-        outside the desktop are clamped to its edge."""
+        Each pixel is aimed at its centre: dx = floor((2 * offset + 1) * 65536 /
+        (2 * extent)). Microsoft does not say how Windows turns dx back into a pixel;
+        the two rules in use in the wild are round(dx * (extent - 1) / 65535) and
+        floor(dx * extent / 65536), and the centre lands on the same pixel under both,
+        for every pixel of any desktop up to 32768 pixels across (the tests check
+        widths 1..8000). Which rule Windows applies is still to be confirmed on
+        hardware by reading GetCursorPos after a move (the pointer step of the smoke
+        checklist in docs/windows.md). Points outside the desktop are clamped to its
+        edge."""
         return (
             _normalise(x - self.x, self.width),
             _normalise(y - self.y, self.height),
         )
 
     def from_absolute(self, dx: int, dy: int) -> tuple[int, int]:
-        """The pixel Windows puts the pointer on for normalised (dx, dy)."""
+        """The pixel normalised (dx, dy) names under floor(dx * extent / 65536), one of
+        the two rules `to_absolute` satisfies (the one a fake of Windows applies)."""
         return (
             self.x + _denormalise(dx, self.width),
             self.y + _denormalise(dy, self.height),
@@ -67,17 +74,15 @@ class VirtualDesk:
 
 
 def _normalise(offset: int, extent: int) -> int:
-    if extent <= 1:
+    if extent <= 0:
         return 0
     clamped = min(max(offset, 0), extent - 1)
-    # Round half up in integers: (2 * a * MAX + span) // (2 * span).
-    span = extent - 1
-    return (2 * clamped * ABSOLUTE_MAX + span) // (2 * span)
+    steps = ABSOLUTE_MAX + 1
+    return min((2 * clamped + 1) * steps // (2 * extent), ABSOLUTE_MAX)
 
 
 def _denormalise(value: int, extent: int) -> int:
-    if extent <= 1:
+    if extent <= 0:
         return 0
-    span = extent - 1
     clamped = min(max(value, 0), ABSOLUTE_MAX)
-    return (2 * clamped * span + ABSOLUTE_MAX) // (2 * ABSOLUTE_MAX)
+    return min(clamped * extent // (ABSOLUTE_MAX + 1), extent - 1)
