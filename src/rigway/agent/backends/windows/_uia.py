@@ -4,6 +4,9 @@ comtypes generates the client's interfaces from the type library in
 UIAutomationCore.dll (`GetModule`), so no vtable is declared by hand here; before the
 first call, the generated ids are compared with the declarations of `uia_model` (its
 ABI constants and `GUIDS`), and any difference stops the port from being created.
+The DLL is named by its absolute path in System32 (GetSystemDirectoryW, read when it
+is loaded): given a relative name, comtypes looks in the calling module's directory and
+the current directory first, where a planted file would be loaded instead.
 
 - The generated code goes to a directory the agent owns (`gen_dir`), behind a
   cross-process lock: concurrent first-run generation into comtypes' shared cache has
@@ -66,6 +69,12 @@ T = TypeVar("T")
 _TYPELIB = "UIAutomationCore.dll"
 _LOCK_FILE = ".rigway-generate.lock"
 _WINDOW_CLASS_CHARS = 256
+# MAX_PATH: the system directory is never longer.
+_SYSTEM_DIRECTORY_CHARS = 260
+
+_kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+_kernel32.GetSystemDirectoryW.argtypes = (ctypes.c_wchar_p, ctypes.c_uint32)
+_kernel32.GetSystemDirectoryW.restype = ctypes.c_uint32
 
 _user32 = ctypes.WinDLL("user32", use_last_error=True)
 _user32.GetForegroundWindow.argtypes = ()
@@ -95,6 +104,15 @@ def _window_class(hwnd: int) -> str:
     buffer = ctypes.create_unicode_buffer(_WINDOW_CLASS_CHARS)
     length: int = _user32.GetClassNameW(ctypes.c_void_p(hwnd), buffer, _WINDOW_CLASS_CHARS)
     return buffer.value if length > 0 else ""
+
+
+def _system_typelib_path() -> str:
+    """UIAutomationCore.dll in this Windows' system directory, as an absolute path."""
+    buffer = ctypes.create_unicode_buffer(_SYSTEM_DIRECTORY_CHARS)
+    length: int = _kernel32.GetSystemDirectoryW(buffer, _SYSTEM_DIRECTORY_CHARS)
+    if length == 0 or length >= _SYSTEM_DIRECTORY_CHARS:
+        raise ctypes.WinError(ctypes.get_last_error())
+    return os.path.join(buffer.value, _TYPELIB)
 
 
 # --- The generated module ----------------------------------------------------------------
@@ -140,7 +158,7 @@ def _generate(gen_dir: Path) -> ModuleType:
     client.gen_dir = str(gen_dir)
     gen_package.__path__ = [str(gen_dir)]
     with _generation_lock(gen_dir):
-        module: ModuleType = client.GetModule(_TYPELIB)
+        module: ModuleType = client.GetModule(_system_typelib_path())
     return module
 
 
