@@ -1,4 +1,5 @@
-"""Binding for `uia_walk`: the `UiaPort` over UI Automation's COM client, via comtypes.
+"""Binding for `uia_tree` and `uia_walk`: the `UiaPort` over UI Automation's COM client,
+via comtypes.
 
 comtypes generates the client's interfaces from the type library in
 UIAutomationCore.dll (`GetModule`), so no vtable is declared by hand here; before the
@@ -57,7 +58,7 @@ from rigway.agent.backends.windows.uia_model import (
     runtime_id_of,
     typelib_differences,
 )
-from rigway.agent.backends.windows.uia_walk import UiaCallError, UiaPort
+from rigway.agent.backends.windows.uia_tree import UiaCallError, UiaPort
 
 assert sys.platform == "win32"
 
