@@ -426,6 +426,95 @@ def test_rects_are_mapped_through_the_placement_read_at_each_snapshot(
     assert (after.x, after.y) == (before.x - 100, before.y - 50)
 
 
+class SlowFactory:
+    """Hands out `port` once `release` is set, as comtypes' first generation does."""
+
+    def __init__(self, port: FakeUiaPort) -> None:
+        self.port = port
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.created_on: list[int] = []
+
+    def __call__(self) -> FakeUiaPort:
+        self.entered.set()
+        self.release.wait(BLOCK_LIMIT_S)
+        self.created_on.append(threading.get_ident())
+        self.port.created_on = threading.get_ident()
+        self.port.created_thread = threading.current_thread()
+        return self.port
+
+
+def test_warm_up_makes_the_port_on_the_worker_before_any_snapshot(
+    roles: list[UiaAccessibility],
+) -> None:
+    factory = SlowFactory(FakeUiaPort(typical_window().root))
+    role = UiaAccessibility(factory, lambda: PRIMARY, lambda: CAPTURE, grace_s=QUICK_GRACE_S)
+    roles.append(role)
+    role.warm_up()  # returns at once: the factory is still held
+    assert factory.entered.wait(5.0)
+    assert factory.created_on == []
+    factory.release.set()
+    assert len(role.snapshot(BUDGET).elements) == 4
+    (worker,) = factory.created_on
+    assert worker != threading.get_ident()
+    assert {r.thread_id for r in factory.port.requests} == {worker}
+
+
+def test_a_snapshot_during_a_slow_warm_up_is_empty_and_keeps_the_worker(
+    roles: list[UiaAccessibility],
+) -> None:
+    factory = SlowFactory(FakeUiaPort(typical_window().root))
+    role = UiaAccessibility(factory, lambda: PRIMARY, lambda: CAPTURE, grace_s=QUICK_GRACE_S)
+    roles.append(role)
+    role.warm_up()
+    assert factory.entered.wait(5.0)
+    assert role.snapshot(QUICK) == AccessibilitySnapshot("", "", [], truncated=True)
+    assert role.leaked_workers == 0
+    factory.release.set()
+    assert len(role.snapshot(BUDGET).elements) == 4
+    assert len(factory.created_on) == 1
+
+
+def test_a_worker_leaves_on_its_own_thread_after_closing_its_port(
+    roles: list[UiaAccessibility],
+) -> None:
+    port = FakeUiaPort(typical_window().root)
+    exits: list[tuple[int, bool]] = []
+    role = UiaAccessibility(
+        FakePortFactory(port),
+        lambda: PRIMARY,
+        lambda: CAPTURE,
+        grace_s=QUICK_GRACE_S,
+        on_worker_exit=lambda: exits.append((threading.get_ident(), port.closed.is_set())),
+    )
+    roles.append(role)
+    role.snapshot(BUDGET)
+    role.close()
+    port.created_thread.join(5.0)
+    assert exits == [(port.created_on, True)]
+
+
+def test_an_abandoned_worker_leaves_too_once_its_call_returns(
+    roles: list[UiaAccessibility],
+) -> None:
+    block = Block("children")
+    hung = FakeUiaPort(typical_window().root, block=block)
+    exits: list[int] = []
+    role = UiaAccessibility(
+        FakePortFactory(hung),
+        lambda: PRIMARY,
+        lambda: CAPTURE,
+        grace_s=QUICK_GRACE_S,
+        clock=FakeClock(),
+        on_worker_exit=lambda: exits.append(threading.get_ident()),
+    )
+    roles.append(role)
+    role.snapshot(QUICK)
+    block.release.set()
+    hung.created_thread.join(5.0)
+    assert exits == [hung.created_on]
+
+
 def test_fake_accessibility_over_the_typical_window_reports_it() -> None:
     window = typical_window()
     role, factory = fake_accessibility(FakeUiaPort(window.root))

@@ -1,10 +1,12 @@
 """COM for the agent's worker threads: one multithreaded apartment per thread.
 
 UI Automation asks for calls from a thread that owns no windows and is initialised
-multithreaded; the D3D11 immediate context and the duplication object belong to the
-screen thread. Importing comtypes initialises the *importing* thread as a
-single-threaded apartment unless `sys.coinit_flags` is set first, so comtypes is only
-ever imported through `import_comtypes`.
+multithreaded; the D3D11 immediate context and the duplication object are used by one
+thread at a time (the opener, then the screen worker). A thread that ends leaves the
+apartment (`leave_mta`) once it has dropped its COM references. Importing comtypes
+initialises the *importing* thread as a single-threaded apartment unless
+`sys.coinit_flags` is set first, so comtypes is only ever imported through
+`import_comtypes`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ decided in `capture.py` and `dxgi_policy.py`. The comtypes interface classes are
 from `dxgi_types` (each `_methods_` in the order of the declaration, which the ABI test
 checks against the headers); methods we never call are slots without argument types.
 
-Every object here belongs to the screen worker thread, which joins the multithreaded
+The objects here are used by one thread at a time: the first device and duplication
+are made on the thread that opens the desktop, which then hands them to the screen
+worker (`capture.py` says why that is harmless); each thread joins the multithreaded
 COM apartment on first use.
 """
 

@@ -1,7 +1,9 @@
 """Builds the windows backend over the real bindings: one role per area, one app tracker.
 
 Binding (Windows only). The process is made per-monitor DPI aware first: the first
-awareness call in a process wins, and every role below measures pixels.
+awareness call in a process wins, and every role below measures pixels. The
+accessibility role makes its first UI Automation port at once, on its worker and with
+no deadline (the first one generates comtypes' wrapper), so that no walk pays for it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ assert sys.platform == "win32"
 
 # Other binding modules: after the platform assertion, so that the Linux type check
 # (which skips the rest of this module) does not look into them.
+from rigway.agent.backends.windows import _com  # noqa: E402
 from rigway.agent.backends.windows._bootstrap import prepare_process  # noqa: E402
 from rigway.agent.backends.windows._capture_open import open_screen  # noqa: E402
 from rigway.agent.backends.windows._desktop_state import open_desktop_state  # noqa: E402
@@ -55,12 +58,19 @@ def open_desktop() -> WindowsDesktop:
         placement = screen.placement()
         return placement.width, placement.height
 
+    accessibility = UiaAccessibility(
+        uia_port_factory(comtypes_gen_dir()),
+        screen.placement,
+        capture_size,
+        # Each worker joined the multithreaded apartment making its port; it leaves as
+        # it ends, its port closed.
+        on_worker_exit=_com.leave_mta,
+    )
+    accessibility.warm_up()
     return WindowsDesktop(
         screen=screen,
         input=WindowsInput(SendInputPort(), screen.placement),
-        accessibility=UiaAccessibility(
-            uia_port_factory(comtypes_gen_dir()), screen.placement, capture_size
-        ),
+        accessibility=accessibility,
         windows=open_top_level_windows(open_app_tracker().guard_context),
         state=open_desktop_state(),
     )

@@ -133,8 +133,10 @@ def load_uia_module(gen_dir: Path) -> ModuleType:
 
 
 def pregenerate(gen_dir: Path) -> None:
-    """Generate the wrapper at install time, on a thread of its own (so the calling
-    thread's COM apartment is left as it is). Raises what generation raised."""
+    """Generate the wrapper ahead of use (an installer may), on a thread of its own (so
+    the calling thread's COM apartment is left as it is). Raises what generation
+    raised. The agent itself needs no call: its accessibility role makes its first port
+    when the desktop opens (`UiaAccessibility.warm_up`)."""
     failures: list[BaseException] = []
 
     def run() -> None:
@@ -142,6 +144,8 @@ def pregenerate(gen_dir: Path) -> None:
             load_uia_module(gen_dir)
         except BaseException as error:
             failures.append(error)
+        finally:
+            _com.leave_mta()
 
     thread = threading.Thread(target=run, name="rigway-uia-generate")
     thread.start()
@@ -266,9 +270,9 @@ class ComUiaPort:
         return self._guard("values", find)
 
     def close(self) -> None:
-        # References are dropped here, on the port's thread. The thread stays in the
-        # multithreaded apartment: a pointer released after CoUninitialize would
-        # crash, and the apartment lives on with the agent's other COM threads anyway.
+        # References are dropped here, on the port's thread, before the worker leaves
+        # the multithreaded apartment (the role's worker-exit hook): a pointer released
+        # after CoUninitialize would crash.
         self._requests.clear()
         self._conditions.clear()
         self._control_view = None

@@ -3,7 +3,14 @@ choice between them.
 
 Pure: the logic runs over two thin ports (`capture_ports`): `DuplicationPort` (`_dxgi.py`,
 `FakeDuplication` in tests) and `GdiPort` (`_gdi.py`). Everything runs on the screen
-worker thread, except `placement()`, which any thread may call.
+worker thread, except `placement()`, which any thread may call, and the constructors:
+`DxgiScreen` makes the first device, context and duplication (and waits for the first
+frame) on the thread that opens the desktop. That is harmless: the opener is done with
+them before it hands the role over, so no two threads ever use them at once (the D3D11
+device is free-threaded anyway; its immediate context and the duplication only must
+not be used concurrently), and DXGI and D3D11 objects are not bound to a COM apartment
+(both threads join the multithreaded one regardless). Duplications made after a loss
+are made on the screen worker.
 
 The duplication delivers *changes*: each acquired frame is copied at once into a
 staging texture that accumulates the desktop, and released (holding a frame stalls

@@ -2,8 +2,9 @@
 
 Pure. `DuplicationPort` is one output's IDXGIOutputDuplication with its D3D11 staging
 copy (`_dxgi.py` on Windows, `FakeDuplication` in tests); `GdiPort` is a BitBlt of the
-same output (`_gdi.py`). Both are called from the screen worker thread only, except
-`GdiPort.locate`.
+same output (`_gdi.py`). Both are called from one thread at a time: the thread that
+opens the desktop while the screen role is built, then the screen worker only (except
+`GdiPort.locate`, from any thread).
 """
 
 from __future__ import annotations

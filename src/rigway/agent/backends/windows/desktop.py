@@ -5,10 +5,11 @@ platform ports. `open_windows_desktop` builds it over the real bindings on Windo
 tests build it over fakes of the same ports, so the agent core runs over the real
 role logic on Linux.
 
-Threading (see `backends/base.py`): the screen role runs on the agent's screen worker
-(the duplication object and the D3D11 context are created there, on first use), input
-on the input worker, accessibility on its own worker; each binding joins its thread to
-the multithreaded COM apartment on first use.
+Threading (see `backends/base.py`): the screen role runs on the agent's screen worker,
+input on the input worker, accessibility on its own worker; each binding joins its
+thread to the multithreaded COM apartment on first use. The first D3D11 device, context
+and duplication are made on the thread that opens the desktop, not the screen worker
+(`capture.py` says why that is harmless); later ones on the screen worker.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ abandoning the worker.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import queue
@@ -69,21 +70,34 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(slots=True)
+class _WarmUp:
+    """Make the worker's port, with no deadline."""
+
+    done: threading.Event = field(default_factory=threading.Event)
+
+
 class _Worker:
     """One daemon thread with its own port, serving one job at a time. Once
-    abandoned it finishes the call it is blocked in, closes its port and exits."""
+    abandoned it finishes the call it is blocked in, closes its port and exits.
+    `on_exit` runs last on the thread (the binding leaves the COM apartment there)."""
 
     def __init__(
-        self, port_factory: Callable[[], UiaPort], clock: Callable[[], float], name: str
+        self,
+        port_factory: Callable[[], UiaPort],
+        clock: Callable[[], float],
+        name: str,
+        on_exit: Callable[[], None] | None,
     ) -> None:
         self._port_factory = port_factory
         self._clock = clock
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._on_exit = on_exit
+        self._jobs: queue.SimpleQueue[_Job | _WarmUp | None] = queue.SimpleQueue()
         self._abandoned = threading.Event()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
-    def submit(self, job: _Job) -> None:
+    def submit(self, job: _Job | _WarmUp) -> None:
         self._jobs.put(job)
 
     def stop(self) -> None:
@@ -97,12 +111,31 @@ class _Worker:
         port: UiaPort | None = None
         try:
             while (job := self._jobs.get()) is not None:
-                port = self._serve(job, port)
+                if isinstance(job, _WarmUp):
+                    port = self._warm_up(job, port)
+                else:
+                    port = self._serve(job, port)
                 if self._abandoned.is_set():
                     return
         finally:
             if port is not None:
                 _close_quietly(port)
+            port = None  # no reference of ours outlives the apartment the hook leaves
+            self._exit()
+
+    def _exit(self) -> None:
+        if self._on_exit is None:
+            return
+        try:
+            self._on_exit()
+        except Exception:
+            logger.exception("leaving a UI Automation worker failed")
+
+    def _warm_up(self, job: _WarmUp, port: UiaPort | None) -> UiaPort | None:
+        try:
+            return port if port is not None else self._create_port()
+        finally:
+            job.done.set()
 
     def _serve(self, job: _Job, port: UiaPort | None) -> UiaPort | None:
         try:
@@ -143,7 +176,8 @@ class UiaAccessibility:
     """`roles.AccessibilityRole` over UI Automation; never hangs its caller.
 
     `port_factory` is called on a worker thread (each worker's port belongs to that
-    thread). `placement` and `capture_size` are read at each snapshot: element
+    thread), and `on_worker_exit`, when given, last thing on each worker thread as it
+    ends. `placement` and `capture_size` are read at each snapshot: element
     rectangles are mapped into the capture as it is then."""
 
     def __init__(
@@ -155,8 +189,10 @@ class UiaAccessibility:
         grace_s: float = DEFAULT_GRACE_S,
         max_leaked_workers: int = DEFAULT_MAX_LEAKED_WORKERS,
         clock: Callable[[], float] = time.monotonic,
+        on_worker_exit: Callable[[], None] | None = None,
     ) -> None:
         self._port_factory = port_factory
+        self._on_worker_exit = on_worker_exit
         self._placement = placement
         self._capture_size = capture_size
         self._grace_s = grace_s
@@ -168,12 +204,26 @@ class UiaAccessibility:
         self._worker_numbers = itertools.count(1)
         self._refusing = False
         self._closed = False
+        self._warming: _WarmUp | None = None
 
     @property
     def leaked_workers(self) -> int:
         """Abandoned workers still blocked in a call."""
         with self._lock:
             return self._prune_abandoned()
+
+    def warm_up(self) -> None:
+        """Make the first port on the worker now, with no deadline (the backend calls
+        this when the desktop opens: on Windows the first port generates comtypes'
+        wrapper, which can take seconds). Returns at once."""
+        with self._lock:
+            if self._closed or self._warming is not None:
+                return
+            worker = self._current_worker()
+            if worker is None:
+                return
+            self._warming = _WarmUp()
+            worker.submit(self._warming)
 
     def snapshot(self, budget: WalkBudget) -> AccessibilitySnapshot:
         with self._lock:
@@ -182,6 +232,10 @@ class UiaAccessibility:
             worker = self._current_worker()
             if worker is None:
                 return AccessibilitySnapshot("", "", [], truncated=True)
+            remaining = self._after_warm_up(budget)
+            if remaining is None:
+                return AccessibilitySnapshot("", "", [], truncated=True)
+            budget = remaining
             job = _Job(budget, self._placement(), self._capture_size())
             worker.submit(job)
             if job.done.wait(max(0.0, budget.deadline_s) + self._grace_s):
@@ -197,6 +251,20 @@ class UiaAccessibility:
             worker.stop()
             # Its port is closed on its own thread; a worker still blocked is left.
             worker.thread.join(self._grace_s)
+
+    def _after_warm_up(self, budget: WalkBudget) -> WalkBudget | None:
+        """The budget left once a warm-up under way is done; None when it is not done
+        within the budget's deadline (the worker is left to it, not abandoned: making a
+        port has no deadline)."""
+        warming = self._warming
+        if warming is None:
+            return budget
+        started_s = time.monotonic()
+        if not warming.done.wait(max(0.0, budget.deadline_s)):
+            return None
+        self._warming = None
+        waited_s = time.monotonic() - started_s
+        return dataclasses.replace(budget, deadline_s=max(0.0, budget.deadline_s - waited_s))
 
     def _current_worker(self) -> _Worker | None:
         """The live worker, or a fresh one; None past the cap of leaked workers."""
@@ -216,7 +284,7 @@ class UiaAccessibility:
             logger.info("UI Automation available again")
             self._refusing = False
         name = f"rigway-uia-{next(self._worker_numbers)}"
-        self._worker = _Worker(self._port_factory, self._clock, name)
+        self._worker = _Worker(self._port_factory, self._clock, name, self._on_worker_exit)
         return self._worker
 
     def _abandon(self, worker: _Worker) -> None:
@@ -228,6 +296,7 @@ class UiaAccessibility:
         worker.abandon()
         self._abandoned.append(worker.thread)
         self._worker = None
+        self._warming = None
 
     def _prune_abandoned(self) -> int:
         self._abandoned = [thread for thread in self._abandoned if thread.is_alive()]
