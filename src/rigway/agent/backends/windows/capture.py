@@ -63,6 +63,7 @@ from rigway.agent.backends.windows.dxgi_policy import (
     classify,
 )
 from rigway.agent.backends.windows.dxgi_types import DXGI_ERROR_MORE_DATA, DXGI_ERROR_UNSUPPORTED
+from rigway.agent.backends.windows.frame_pixels import changed_box, copied_into, surface_view
 from rigway.agent.backends.windows.geometry import OutputPlacement
 from rigway.agent.backends.windows.roles import ScreenRole
 
@@ -116,7 +117,7 @@ class GdiScreen:
         return self._port.locate()
 
     def grab(self) -> Pixels:
-        self._buffer = _copied_into(self._buffer, self._port.capture().pixels)
+        self._buffer = copied_into(self._buffer, self._port.capture().pixels)
         return self._buffer
 
     def poll_damage(self) -> list[Rect]:
@@ -336,7 +337,7 @@ class DxgiScreen:
 
     def _copy_surface(self, mapped: MappedSurface) -> None:
         desc = self._current_desc()
-        desktop = rotate_pixels(_surface_view(mapped), desc.rotation)
+        desktop = rotate_pixels(surface_view(mapped), desc.rotation)
         height, width = desktop.shape[:2]
         if self._buffer is None or self._buffer.shape[:2] != (height, width):
             # The surface disagrees with the mode we were told: its pixels win.
@@ -369,14 +370,14 @@ class DxgiScreen:
         except OSError as error:
             _log.debug("GDI cannot see the desktop while DXGI is lost: %s", error)
             return []
-        changed = _changed_box(self._buffer, pixels)
+        changed = changed_box(self._buffer, pixels)
         if changed is not None:
-            self._buffer = _copied_into(self._buffer, pixels)
+            self._buffer = copied_into(self._buffer, pixels)
         return [] if changed is None else [changed]
 
     def _grab_gdi(self, gdi: GdiPort) -> None:
         try:
-            self._buffer = _copied_into(self._buffer, gdi.capture().pixels)
+            self._buffer = copied_into(self._buffer, gdi.capture().pixels)
         except OSError as error:
             # The secure desktop refuses GDI too; the last frame is the best we have.
             if self._buffer is None:
@@ -484,44 +485,3 @@ def _read_growing(fetch: Callable[[int], bytes], capacity_bytes: int) -> bytes:
             required = error.required_bytes
             capacity = required if required is not None and required > capacity else capacity * 2
     raise HResultError(DXGI_ERROR_MORE_DATA, f"frame metadata still larger than {capacity} bytes")
-
-
-def _surface_view(mapped: MappedSurface) -> Pixels:
-    """The mapped rows as (height, width, 4), skipping each row's padding; no copy."""
-    row_bytes = mapped.width * 4
-    needed = mapped.pitch * (mapped.height - 1) + row_bytes if mapped.height > 0 else 0
-    data = mapped.data
-    if mapped.pitch < row_bytes or data.ndim != 1 or data.strides != (1,) or data.size < needed:
-        raise ValueError(
-            f"mapped surface of {data.size} bytes, pitch {mapped.pitch}, "
-            f"cannot hold {mapped.width}x{mapped.height}"
-        )
-    return np.lib.stride_tricks.as_strided(
-        data,
-        shape=(mapped.height, mapped.width, 4),
-        strides=(mapped.pitch, 4, 1),
-        writeable=False,
-    )
-
-
-def _changed_box(before: Pixels | None, after: Pixels) -> Rect | None:
-    """The smallest rectangle holding every pixel that differs; all of `after` when the
-    sizes differ; None when nothing does."""
-    height, width = after.shape[:2]
-    if before is None or before.shape != after.shape:
-        return Rect(0, 0, width, height)
-    differs = np.any(before != after, axis=2)
-    rows = np.flatnonzero(differs.any(axis=1))
-    if rows.size == 0:
-        return None
-    columns = np.flatnonzero(differs.any(axis=0))
-    top, left = int(rows[0]), int(columns[0])
-    return Rect(left, top, int(columns[-1]) + 1 - left, int(rows[-1]) + 1 - top)
-
-
-def _copied_into(buffer: Pixels | None, pixels: Pixels) -> Pixels:
-    """`pixels` copied into `buffer`, or into a new buffer when the size changed."""
-    if buffer is None or buffer.shape != pixels.shape:
-        buffer = np.empty(pixels.shape, dtype=np.uint8)
-    np.copyto(buffer, pixels)
-    return buffer
