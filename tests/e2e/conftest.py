@@ -1,15 +1,22 @@
-"""The running stack as a fixture: one sim rig, API enabled; and a fake clock for
-stacks that move time themselves."""
+"""The running stack as a fixture: one sim rig, API enabled; a fake clock for stacks
+that move time themselves; and the x11 rig (an Xvfb desktop, its backend, a session on
+it) for the x11 modules."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from rigway.gateway.clock import FakeClock
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
+
+if TYPE_CHECKING:
+    from rigway.agent.backends.x11 import X11Desktop
+    from tests.e2e.x11_rig import X11Session
+    from tests.support.x_desktop import XDesktop
 
 
 @pytest.fixture
@@ -26,3 +33,50 @@ async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+# -- the x11 rig: imported only when asked for, as the x11 extra and Xlib are optional --
+
+
+@pytest.fixture(scope="module")
+def x_desktop() -> Iterator[XDesktop]:
+    from tests.support.x_desktop import XDesktop, skip_reason
+
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with XDesktop() as desk:
+        yield desk
+
+
+@pytest.fixture(scope="module")
+def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
+    from tests.e2e.x11_rig import open_backend
+
+    backend = open_backend(x_desktop)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def app_env(x_desktop: XDesktop, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    from tests.e2e.x11_rig import app_environment
+
+    return app_environment(x_desktop, tmp_path_factory.mktemp("xdg-config"))
+
+
+@pytest.fixture
+async def x11_session(
+    tmp_path: Path,
+    database_url: str,
+    x_desktop: XDesktop,
+    x11_backend: X11Desktop,
+    app_env: dict[str, str],
+) -> AsyncIterator[X11Session]:
+    """A gateway, an agent on the Xvfb desktop and an active session on it."""
+    from tests.e2e.x11_rig import x11_session as open_session
+
+    async with open_session(
+        tmp_path / "state", database_url, x_desktop, x11_backend, app_env
+    ) as session:
+        yield session

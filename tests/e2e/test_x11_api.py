@@ -5,8 +5,7 @@ Apps are launched, driven and read over HTTP only (`POST /app/launch`, `/input`,
 read directly only for what the API cannot say: held keys and buttons, the window
 manager's client list and the processes left behind after a session ends.
 
-The apps get a GTK config with the text cursor's blink off: a blinking cursor damages
-the screen twice a second, which would make every "nothing changed" check moot.
+The apps get a GTK config with the text cursor's blink off (tests/e2e/x11_rig.py).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,9 +29,8 @@ import pytest
 import simplejpeg
 
 from rigway.agent.apps import LAUNCH_TAG_ENV, ProcessTracker
-from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
-from tests.e2e.harness import QUICK_AGENT, running_stack
-from tests.support.x_desktop import XDesktop, skip_reason
+from tests.e2e.x11_rig import X11Session
+from tests.support.x_desktop import XDesktop
 
 pytestmark = [pytest.mark.x11, pytest.mark.postgres]
 
@@ -42,36 +40,8 @@ FACTORY = "gtk3-widget-factory"
 # gtk3-widget-factory takes a few seconds to map on a busy 2-core machine.
 APP_START_TIMEOUT_S = 20.0
 POLL_TIMEOUT_S = 10.0
-GTK_SETTINGS = "[Settings]\ngtk-cursor-blink = false\n"
 
 # -- fixtures ----------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def x_desktop() -> Iterator[XDesktop]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with XDesktop() as desk:
-        yield desk
-
-
-@pytest.fixture(scope="module")
-def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
-    backend = open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
-    yield backend
-    backend.close()
-
-
-@pytest.fixture(scope="module")
-def app_env(x_desktop: XDesktop, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """What apps launched through the API run with: the Xvfb desktop, no cursor blink."""
-    config = tmp_path_factory.mktemp("xdg-config")
-    (config / "gtk-3.0").mkdir()
-    (config / "gtk-3.0" / "settings.ini").write_text(GTK_SETTINGS)
-    return {**x_desktop.env, "XDG_CONFIG_HOME": str(config)}
 
 
 @dataclass
@@ -122,34 +92,10 @@ class Api:
 
 
 @pytest.fixture
-async def api(
-    tmp_path: Path,
-    database_url: str,
-    x_desktop: XDesktop,
-    x11_backend: X11Desktop,
-    app_env: dict[str, str],
-) -> AsyncIterator[Api]:
-    """A gateway, an agent on the Xvfb desktop, and an active session on it.
-
-    Teardown ends the session (idempotent), which kills what the test launched; the
-    desktop is then checked empty and input released, so tests never see each other.
-    """
-    tracker = ProcessTracker(env=app_env)
-    async with running_stack(
-        tmp_path / "state",
-        database_url,
-        rigs=0,
-        reaper_interval_s=3600,
-        agent_settings=QUICK_AGENT,
-    ) as stack:
-        await stack.add_agent(x11_backend, apps=tracker)
-        session = Api(stack.client, await stack.start_session(), tracker)
-        try:
-            yield session
-        finally:
-            await session.end()
-            x_desktop.release_everything()
-    await poll_sync(lambda: x_desktop.client_windows() == [], "an empty desktop")
+def api(x11_session: X11Session) -> Api:
+    """An active session on the Xvfb desktop; the session's end (the fixture's teardown)
+    kills what the test launched, and the desktop is then checked empty."""
+    return Api(x11_session.client, x11_session.session_id, x11_session.tracker)
 
 
 # -- helpers -----------------------------------------------------------------------------

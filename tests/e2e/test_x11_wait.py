@@ -3,66 +3,24 @@ is waited for by its OK button, found by name in the focused window's targets.""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
-from rigway.agent.apps import ProcessTracker
-from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
-from tests.e2e.harness import QUICK_AGENT, running_stack
-from tests.support.x_desktop import XDesktop, skip_reason, wait_until
+from tests.e2e.x11_rig import X11Session
 
 pytestmark = [pytest.mark.x11, pytest.mark.postgres]
 
 # A GTK dialog takes a few seconds to map and reach the accessibility bus on a busy
 # 2-core machine.
 DIALOG_TIMEOUT_MS = 20000
-# Blinking text cursors damage the screen twice a second: off, so "quiet" can be met.
-GTK_SETTINGS = "[Settings]\ngtk-cursor-blink = false\n"
-
-
-@pytest.fixture(scope="module")
-def x_desktop() -> Iterator[XDesktop]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with XDesktop() as desk:
-        yield desk
-
-
-@pytest.fixture(scope="module")
-def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
-    backend = open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
-    yield backend
-    backend.close()
 
 
 @pytest.fixture
-async def session(
-    tmp_path: Path, database_url: str, x_desktop: XDesktop, x11_backend: X11Desktop
-) -> AsyncIterator[tuple[httpx2.AsyncClient, str]]:
-    """A gateway, an agent on the Xvfb desktop and a session on it; ending the session
-    closes what the test launched."""
-    config = tmp_path / "xdg-config"
-    (config / "gtk-3.0").mkdir(parents=True)
-    (config / "gtk-3.0" / "settings.ini").write_text(GTK_SETTINGS)
-    tracker = ProcessTracker(env={**x_desktop.env, "XDG_CONFIG_HOME": str(config)})
-    async with running_stack(
-        tmp_path / "state", database_url, rigs=0, reaper_interval_s=3600, agent_settings=QUICK_AGENT
-    ) as stack:
-        await stack.add_agent(x11_backend, apps=tracker)
-        session_id = await stack.start_session()
-        try:
-            yield stack.client, session_id
-        finally:
-            await stack.client.delete(f"/v1/sessions/{session_id}")
-            x_desktop.release_everything()
-    wait_until(lambda: x_desktop.client_windows() == [], message="an empty desktop")
+def session(x11_session: X11Session) -> tuple[httpx2.AsyncClient, str]:
+    """A session on the Xvfb desktop; its end closes what the test launched."""
+    return x11_session.client, x11_session.session_id
 
 
 async def _post(client: httpx2.AsyncClient, session_id: str, path: str, body: Any) -> Any:
