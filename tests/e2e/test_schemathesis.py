@@ -83,6 +83,8 @@ REACH_2XX = [
 # Keeps a generated batch fast: up to 100 events of up to 5 s each is allowed, and slow.
 MAX_FUZZ_DELAY_MS = 5
 # Keeps a generated wait fast: one unmet in time lasts its whole timeout (up to 30 s).
+# The schema's own upper bound of an input event's expect_timeout_ms.
+MAX_EXPECT_TIMEOUT_MS = 5_000
 MAX_FUZZ_WAIT_MS = 100
 
 
@@ -134,12 +136,12 @@ def _tame(case: OpenApiCase, free_rig: str) -> None:
             if type(delay) is int and delay > MAX_FUZZ_DELAY_MS:
                 event["delay_ms"] = MAX_FUZZ_DELAY_MS
             expecting = event.get("expect_timeout_ms")
-            if type(expecting) is int and expecting > MAX_FUZZ_WAIT_MS:
+            if type(expecting) is int and MAX_FUZZ_WAIT_MS < expecting <= MAX_EXPECT_TIMEOUT_MS:
                 event["expect_timeout_ms"] = MAX_FUZZ_WAIT_MS
         if isinstance(settle := body.get("settle"), dict):
-            _tame_wait(settle)
+            _tame_wait(settle, max_timeout_ms=10_000, max_quiet_ms=2_000)
     elif label == "POST /v1/sessions/{session_id}/wait":
-        _tame_wait(body)
+        _tame_wait(body, max_timeout_ms=30_000, max_quiet_ms=10_000)
     elif (
         label == "POST /v1/sessions"
         and isinstance(body.get("rig_id"), str)
@@ -148,13 +150,15 @@ def _tame(case: OpenApiCase, free_rig: str) -> None:
         body["rig_id"] = free_rig
 
 
-def _tame_wait(body: dict[str, Any]) -> None:
+def _tame_wait(body: dict[str, Any], *, max_timeout_ms: int, max_quiet_ms: int) -> None:
+    # Only values the schema allows are lowered: an out-of-range one is what a negative
+    # case tests, and lowering it would turn that case valid.
     timeout = body.get("timeout_ms")
-    if type(timeout) is not int or timeout <= MAX_FUZZ_WAIT_MS:
+    if type(timeout) is not int or not MAX_FUZZ_WAIT_MS < timeout <= max_timeout_ms:
         return
     body["timeout_ms"] = MAX_FUZZ_WAIT_MS
     quiet = body.get("quiet_ms")
-    if type(quiet) is int and quiet > MAX_FUZZ_WAIT_MS:
+    if type(quiet) is int and MAX_FUZZ_WAIT_MS < quiet <= max_quiet_ms:
         body["quiet_ms"] = MAX_FUZZ_WAIT_MS
 
 
