@@ -134,13 +134,21 @@ async def test_a_settle_after_a_click_waits_about_quiet_ms(
     agent: Agent, scale: AccessibilitySnapshot
 ) -> None:
     slider = await agent.slider()
+    before = float(slider["value"])
     # A click in the trough right of the knob moves it: the scale redraws, then rests.
-    click = {"type": "mouse_click", "x": slider["x"] + slider["w"] - 10, "y": _middle(slider)[1]}
+    # (The trough ends short of the slider's reported bounds: 3/4 of the width is in it.)
+    click = {
+        "type": "mouse_click",
+        "x": slider["x"] + 3 * slider["w"] // 4,
+        "y": _middle(slider)[1],
+    }
 
     reply = await agent.batch(click, settle={"quiet_ms": 200, "timeout_ms": 5000})
 
     assert reply["settle"]["settled"] is True
     assert 200 <= reply["settle"]["waited_ms"] < 1500
+    assert reply["events"][0]["changed"] is True
+    assert float((await agent.slider())["value"]) > before
 
 
 async def test_a_click_that_redraws_has_a_changed_receipt(
