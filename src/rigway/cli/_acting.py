@@ -9,7 +9,7 @@ import typer
 
 from rigway.client import ActResult
 
-__all__ = ["SettleOption", "act_report", "settle_note"]
+__all__ = ["SettleOption", "act_report"]
 
 SettleOption = Annotated[
     bool,
@@ -28,13 +28,3 @@ def act_report(result: ActResult, **extra: Any) -> dict[str, Any]:
         if report.get(absent) is None:
             report.pop(absent, None)
     return report | extra
-
-
-def settle_note(result: ActResult) -> str:
-    """`""`, or what the settle found, for a sentence: "; settled after 140 ms"."""
-    if result.settle is None:
-        return ""
-    waited = f"{result.settle.waited_ms:.0f} ms"
-    if result.settle.settled:
-        return f"; the screen settled after {waited}"
-    return f"; the screen was still changing after {waited}"

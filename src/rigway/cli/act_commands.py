@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from rigway.client import WaitResult, WaitTarget
+from rigway.client import WaitTarget
 
-from ._acting import SettleOption, act_report, settle_note
+from ._acting import SettleOption, act_report
 from ._context import (
     DEFAULT_STATE_DIR,
     ApiKeyOption,
@@ -65,18 +65,8 @@ def drag(
     with live_session(api_key, base_url, state_dir, session) as handle:
         result = handle.drag(path, button=button, settle=settle)
     (x0, y0), (x1, y1) = path[0], path[-1]
-    human = f"dragged {button} from {x0},{y0} to {x1},{y1}{settle_note(result)}"
+    human = f"dragged {button} from {x0},{y0} to {x1},{y1}{result.settle_note()}"
     out.data(act_report(result, path=[list(point) for point in path]), human=human)
-
-
-def _waited(result: WaitResult, until: str, timeout_ms: int) -> str:
-    if not result.met:
-        return f"not met: no {until} within {timeout_ms} ms"
-    found = ""
-    if result.target is not None:
-        target = result.target
-        found = f": {target.name or '(unnamed)'} ({target.role}) id={target.id}"
-    return f"{until} after {result.waited_ms:.0f} ms{found}"
 
 
 def wait(
@@ -120,7 +110,7 @@ def wait(
             quiet_ms=quiet_ms,
             target=wanted if until == "target" else None,
         )
-    out.data(result, human=_waited(result, until, timeout_ms))
+    out.data(result, human=result.outcome_line(until, timeout_ms))
     if not result.met:
         raise typer.Exit(ExitCode.NOT_MET)
 

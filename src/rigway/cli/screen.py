@@ -19,7 +19,7 @@ import typer
 
 from rigway.client import InputEvent, ObserveResult, Region, SessionHandle, Target
 
-from ._acting import SettleOption, act_report, settle_note
+from ._acting import SettleOption, act_report
 from ._context import (
     DEFAULT_STATE_DIR,
     ApiKeyOption,
@@ -219,7 +219,7 @@ def click(
     what = f" on {chosen.name or chosen.id!r} ({chosen.role})" if chosen is not None else ""
     out.data(
         act_report(result, x=x, y=y, target=chosen),
-        human=f"clicked {button} at {x},{y}{what}{settle_note(result)}",
+        human=f"clicked {button} at {x},{y}{what}{result.settle_note()}",
     )
 
 
@@ -241,7 +241,7 @@ def type_text(
     with live_session(api_key, base_url, state_dir, session) as handle:
         result = handle.act(events, settle=settle)
     typed = f"typed {len(text)} characters" + (" and enter" if enter else "")
-    out.data(act_report(result), human=typed + settle_note(result))
+    out.data(act_report(result), human=typed + result.settle_note())
 
 
 def key(
@@ -260,7 +260,7 @@ def key(
     out = Output(json_mode=json_output)
     with live_session(api_key, base_url, state_dir, session) as handle:
         result = handle.act([InputEvent.key_press(name) for name in keys], settle=settle)
-    out.data(act_report(result), human=f"pressed {' '.join(keys)}{settle_note(result)}")
+    out.data(act_report(result), human=f"pressed {' '.join(keys)}{result.settle_note()}")
 
 
 def register_screen_commands(app: typer.Typer) -> None:

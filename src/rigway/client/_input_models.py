@@ -292,6 +292,15 @@ class ActResult(InputResult):
         """Whether the screen went still before the answer; None when not asked."""
         return None if self.settle is None else self.settle.settled
 
+    def settle_note(self) -> str:
+        """`""`, or what the settle found, to end a sentence: "; the screen settled after
+        140 ms" (or "; the screen was still changing after 2000 ms")."""
+        if self.settle is None:
+            return ""
+        if self.settle.settled:
+            return f"; the screen settled after {self.settle.waited_ms} ms"
+        return f"; the screen was still changing after {self.settle.waited_ms} ms"
+
 
 class WaitResult(ApiModel):
     """Answer of `POST …/wait`: whether the condition was `met` within the timeout, how
@@ -300,3 +309,14 @@ class WaitResult(ApiModel):
     met: bool
     waited_ms: int
     target: Target | None = None
+
+    def outcome_line(self, until: WaitUntil, timeout_ms: int) -> str:
+        """One line on how the wait for `until` ended: "target after 340 ms: Save
+        (button) id=…", or "not met: no change within 5000 ms"."""
+        if not self.met:
+            return f"not met: no {until} within {timeout_ms} ms"
+        found = ""
+        if self.target is not None:
+            target = self.target
+            found = f": {target.name or '(unnamed)'} ({target.role}) id={target.id}"
+        return f"{until} after {self.waited_ms} ms{found}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mcp.types import ImageContent, TextContent
 
-from rigway.client import ActResult, ObserveResult, Screenshot, WaitResult
+from rigway.client import ActResult, ObserveResult, Screenshot
 
 __all__ = [
     "Content",
@@ -16,8 +16,6 @@ __all__ = [
     "image_content",
     "observe_content",
     "observe_text",
-    "settle_text",
-    "wait_text",
 ]
 
 Content = list[ImageContent | TextContent]
@@ -55,30 +53,10 @@ def observe_content(result: ObserveResult, *, first_line: str | None = None) -> 
     return content
 
 
-def settle_text(result: ActResult) -> str:
-    """`""`, or what the settle found: "; the screen settled after 140 ms"."""
-    if result.settle is None:
-        return ""
-    if result.settle.settled:
-        return f"; the screen settled after {result.settle.waited_ms} ms"
-    return f"; the screen was still changing after {result.settle.waited_ms} ms"
-
-
 def acted_content(done: str, result: ActResult) -> Content:
     """An acting tool's answer: what it did and how the screen settled, then the
     observation taken after (when the batch asked for one)."""
-    first_line = done + settle_text(result)
+    first_line = done + result.settle_note()
     if result.observe is None:
         return [TextContent(type="text", text=first_line)]
     return observe_content(result.observe, first_line=first_line)
-
-
-def wait_text(until: str, result: WaitResult, timeout_ms: int) -> str:
-    """One line on how a wait ended."""
-    if not result.met:
-        return f"not met: no {until} within {timeout_ms} ms"
-    found = ""
-    if result.target is not None:
-        target = result.target
-        found = f": {target.name or '(unnamed)'} ({target.role}) id={target.id}"
-    return f"{until} after {result.waited_ms} ms{found}"

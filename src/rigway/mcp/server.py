@@ -51,7 +51,6 @@ from ._content import (
     acted_content,
     image_content,
     observe_content,
-    wait_text,
 )
 
 __all__ = ["DEFAULT_MAX_WIDTH", "LazySession", "McpSettings", "RigTools", "build_server", "serve"]
@@ -339,7 +338,7 @@ class RigTools:
         result = await self._run(
             lambda handle: handle.wait_for(until, timeout_ms=timeout_ms, target=wanted)
         )
-        text = wait_text(until, result, timeout_ms)
+        text = result.outcome_line(until, timeout_ms)
         if not observe:
             return [TextContent(type="text", text=text)]
         return observe_content(await self._observe(self._max_width), first_line=text)
