@@ -1,6 +1,6 @@
-"""The running stack as a fixture: one sim rig, API enabled; a fake clock for stacks
-that move time themselves; and the x11 rig (an Xvfb desktop, its backend, a session on
-it) for the x11 modules."""
+"""The running stack as a fixture: one sim rig, API enabled (or no rig, for a host
+driven by hand); a fake clock for stacks that move time themselves; and the x11 rig (an
+Xvfb desktop, its backend, a session on it) for the x11 modules."""
 
 from __future__ import annotations
 
@@ -26,6 +26,15 @@ async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
         database_url,
         reaper_interval_s=3600,
         agent_settings=QUICK_AGENT,
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+async def bare_stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
+    """A stack with no rig, for a host paired and driven by hand (`raw_host`)."""
+    async with running_stack(
+        tmp_path / "state", database_url, rigs=0, reaper_interval_s=3600
     ) as running:
         yield running
 

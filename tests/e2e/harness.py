@@ -26,10 +26,16 @@ from rigway.gateway.clock import Clock
 from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.services import Services
 from rigway.gateway.settings import GatewaySettings
+from tests.support.databases import scratch_database
 
 # Agents in tests beat every second and give up a lost session after one: a test that
 # drops a link or kills an agent sees the outcome in about a second, not the defaults' 15.
 QUICK_AGENT: dict[str, Any] = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
+# Rate limits no module's worth of tests on one shared stack comes near.
+ROOMY_RATE_LIMITS: dict[str, Any] = {
+    "request_rate_limit": "100000/minute",
+    "input_event_rate_limit": "1000000/minute",
+}
 
 
 @dataclass
@@ -66,9 +72,11 @@ class Stack:
         return desktop
 
     async def start_session(self, index: int = 0, **body: Any) -> str:
-        response = await self.client.post(
-            "/v1/sessions", json={"rig_id": self.agents[index].rig_id, **body}
-        )
+        return await self.start_session_on(self.agents[index].rig_id, **body)
+
+    async def start_session_on(self, rig_id: str, **body: Any) -> str:
+        """A session started on `rig_id` (any rig, one paired by hand too): its id."""
+        response = await self.client.post("/v1/sessions", json={"rig_id": rig_id, **body})
         assert response.status_code == 201, response.text
         session_id = response.json()["session_id"]
         assert isinstance(session_id, str)
@@ -182,6 +190,26 @@ async def running_stack(
         server.should_exit = True
         await serving
         sock.close()
+
+
+@contextlib.asynccontextmanager
+async def stack_on_own_database(
+    directory: Path, *, rigs: int = 1, **settings_overrides: Any
+) -> AsyncIterator[Stack]:
+    """A stack (`rigs` sim rigs, quick agents, no reaper) on a database of its own in
+    `directory`: for a fixture wider than one test (the `database_url` fixture is per test)."""
+    async with (
+        scratch_database(directory) as database_url,
+        running_stack(
+            directory / "state",
+            database_url,
+            rigs=rigs,
+            reaper_interval_s=3600,
+            agent_settings=QUICK_AGENT,
+            **settings_overrides,
+        ) as running,
+    ):
+        yield running
 
 
 def batch_ran(response: httpx2.Response) -> int:

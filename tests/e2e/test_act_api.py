@@ -7,11 +7,7 @@ The sim reports exact damage (only the controls whose view changed), so a receip
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -20,8 +16,7 @@ import pytest_asyncio
 
 from rigway.agent.backends.base import Rect
 from rigway.agent.backends.sim import SimDesktop
-from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, running_stack
-from tests.support.databases import create_postgres_database, drop_postgres_database
+from tests.e2e.harness import ROOMY_RATE_LIMITS, Stack, batch_ran, stack_on_own_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
 
@@ -30,36 +25,13 @@ BARE = (40, 40)
 GONE_ID = "t_0000000000"
 
 
-@contextlib.asynccontextmanager
-async def _stack(state: Path, **settings: Any) -> AsyncIterator[Stack]:
-    """A stack with one sim rig, on Postgres when the run has one, else SQLite."""
-    server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
-    name = f"rigway_t_{secrets.token_hex(6)}"
-    if server_url is None:
-        database_url = f"sqlite+aiosqlite:///{state / 'rigway.db'}"
-    else:
-        database_url = await create_postgres_database(server_url, name)
-    try:
-        async with running_stack(
-            state / "state",
-            database_url,
-            reaper_interval_s=3600,
-            request_rate_limit="100000/minute",
-            input_event_rate_limit="1000000/minute",
-            agent_settings=QUICK_AGENT,
-            **settings,
-        ) as running:
-            yield running
-    finally:
-        if server_url is not None:
-            await drop_postgres_database(server_url, name)
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
     """One stack for the module; each test runs its own session on the one sim rig and
     starts from a cleared form."""
-    async with _stack(tmp_path_factory.mktemp("act")) as running:
+    async with stack_on_own_database(
+        tmp_path_factory.mktemp("act"), **ROOMY_RATE_LIMITS
+    ) as running:
         yield running
 
 
@@ -365,7 +337,9 @@ async def test_the_host_deadline_covers_the_waits_a_batch_asks_for(
 ) -> None:
     """With a 1 s deadline for host operations, a batch that waits 2 s for a change
     that never comes still gets its 409 from the host, not a 504 at 1 s."""
-    async with _stack(tmp_path_factory.mktemp("deadline"), host_timeout_s=1.0) as stack:
+    async with stack_on_own_database(
+        tmp_path_factory.mktemp("deadline"), host_timeout_s=1.0, **ROOMY_RATE_LIMITS
+    ) as stack:
         session_id = await stack.start_session()
         slow = {"type": "key_press", "key": "shift", "expect": "change", "expect_timeout_ms": 2000}
         response = await stack.client.post(

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +34,8 @@ from rigway.protocol import (
     encode_text,
     ops,
 )
-from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, running_stack
+from tests.e2e.harness import ROOMY_RATE_LIMITS, Stack, batch_ran, stack_on_own_database
 from tests.e2e.raw_host import host_link
-from tests.support.databases import create_postgres_database, drop_postgres_database
 from tests.support.rate_windows import inside_one_window
 
 # Every test runs on the module's event loop: most share one stack (`stack`), the ones
@@ -124,44 +121,10 @@ def _client(stack: Stack, authorization: str | None) -> httpx2.AsyncClient:
     )
 
 
-@contextlib.asynccontextmanager
-async def _database(directory: Path) -> AsyncIterator[str]:
-    """As tests/conftest.py: a SQLite file, or a fresh PostgreSQL database when
-    RIGWAY_TEST_DATABASE_URL is set."""
-    server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
-    if server_url is None:
-        yield f"sqlite+aiosqlite:///{directory / 'rigway.db'}"
-        return
-    name = f"rigway_t_{secrets.token_hex(6)}"
-    url = await create_postgres_database(server_url, name)
-    try:
-        yield url
-    finally:
-        await drop_postgres_database(server_url, name)
-
-
-@contextlib.asynccontextmanager
-async def _stack(directory: Path, *, rigs: int = 1, **overrides: Any) -> AsyncIterator[Stack]:
-    async with (
-        _database(directory) as database_url,
-        running_stack(
-            directory / "state",
-            database_url,
-            rigs=rigs,
-            reaper_interval_s=3600,
-            agent_settings=QUICK_AGENT,
-            **overrides,
-        ) as running,
-    ):
-        yield running
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    async with _stack(
-        tmp_path_factory.mktemp("errors"),
-        request_rate_limit="100000/minute",
-        input_event_rate_limit="1000000/minute",
+    async with stack_on_own_database(
+        tmp_path_factory.mktemp("errors"), **ROOMY_RATE_LIMITS
     ) as running:
         yield running
 
@@ -530,7 +493,7 @@ async def test_kill_of_pid_not_launched_by_session_404_app_not_found(stack: Stac
 
 
 async def test_session_on_offline_rig_409_rig_offline(tmp_path: Path) -> None:
-    async with _stack(tmp_path) as stack:
+    async with stack_on_own_database(tmp_path) as stack:
         rig_id = stack.rig_ids[0]
         await stack.stop_agent(rig_id)
         response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
@@ -576,7 +539,7 @@ async def test_agent_restart_mid_session_410_matches_the_record(tmp_path: Path) 
     The gateway then answers 410 session_ended (a stop error: the caller will not end
     it), so the record must say ended too, and the rig must be free again; an `active`
     session nobody can use would bill and hold the rig until its idle timeout."""
-    async with _stack(tmp_path) as stack:
+    async with stack_on_own_database(tmp_path) as stack:
         session_id = await stack.start_session()
         agent = await stack.stop_agent(stack.rig_ids[0])
         stack.start_agent(agent.rig_id, agent.rig_token, SimDesktop())
@@ -631,7 +594,7 @@ def _assert_rate_limit_headers(response: httpx2.Response, limit: int) -> None:
 async def test_request_quota_exceeded_429_rate_limited_with_headers(
     tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, rigs=0, request_rate_limit="5/minute") as stack:
+    async with stack_on_own_database(tmp_path, rigs=0, request_rate_limit="5/minute") as stack:
         await inside_one_window()
         for _ in range(5):
             assert (await stack.client.get("/v1/rigs")).status_code == 200
@@ -647,7 +610,7 @@ async def test_request_quota_exceeded_429_rate_limited_with_headers(
 async def test_input_quota_counts_each_event_429_rate_limited(
     tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, input_event_rate_limit="10/minute") as stack:
+    async with stack_on_own_database(tmp_path, input_event_rate_limit="10/minute") as stack:
         session_id = await stack.start_session()
         await inside_one_window()
         ten = {"events": [{"type": "type_text", "text": "a"}] * 10}
@@ -667,7 +630,7 @@ async def test_input_quota_counts_each_event_429_rate_limited(
 async def test_session_over_concurrency_cap_429_concurrency_limit(
     tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
+    async with stack_on_own_database(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         await stack.start_session(0)
         response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[1]})
         assert_error(response, 429, "concurrency_limit")
@@ -679,7 +642,7 @@ async def test_session_over_concurrency_cap_429_concurrency_limit(
 async def test_concurrency_limit_429_carries_ratelimit_headers(tmp_path: Path) -> None:
     """API-DECISIONS: every 429 (rate_limited and concurrency_limit) carries Retry-After
     and RateLimit-Limit/Remaining/Reset."""
-    async with _stack(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
+    async with stack_on_own_database(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         await stack.start_session(0)
         response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[1]})
         assert_error(response, 429, "concurrency_limit")
@@ -693,7 +656,7 @@ async def test_concurrency_limit_429_carries_ratelimit_headers(tmp_path: Path) -
 async def test_concurrent_creates_over_cap_admit_one_429_concurrency_limit(
     tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
+    async with stack_on_own_database(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         responses = await asyncio.gather(
             *(stack.client.post("/v1/sessions", json={"rig_id": rig}) for rig in stack.rig_ids)
         )
@@ -784,18 +747,10 @@ async def reconnect_fake_host(
 async def bare_stack(tmp_path: Path) -> AsyncIterator[Stack]:
     """No sim rig; short host deadlines so the 504 paths answer within a second (the
     'other' deadline stays longer than the screen one, as in production)."""
-    async with _stack(
+    async with stack_on_own_database(
         tmp_path, rigs=0, screen_timeout_s=0.5, host_timeout_s=1.0, session_start_timeout_s=0.5
     ) as running:
         yield running
-
-
-async def _start(stack: Stack, host: FakeHost) -> str:
-    response = await stack.client.post("/v1/sessions", json={"rig_id": host.rig_id})
-    assert response.status_code == 201, response.text
-    session_id = response.json()["session_id"]
-    assert isinstance(session_id, str)
-    return session_id
 
 
 @pytest.mark.parametrize("op", [SCREENSHOT, OBSERVE], ids=["screenshot", "observe"])
@@ -811,7 +766,7 @@ async def test_host_error_reply_to_capture_502_host_error(bare_stack: Stack, op:
         ops.A11Y_TARGETS: _failed(ops.ERROR_HOST, "no accessibility"),
     }
     async with fake_host(bare_stack, replies) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         response = await op.call(bare_stack.client, sid=session_id)
         detail = assert_error(response, 502, "host_error")
         assert "capture device lost" in detail
@@ -825,7 +780,7 @@ async def test_a_restore_the_host_missed_while_away_is_sent_when_it_returns(
     the welcome has nothing to list, yet the host still gets its session/end."""
     replies = {ops.SESSION_START: STARTED, ops.SESSION_END: {"ok": True, "body": {}}}
     async with fake_host(bare_stack, replies) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
     await bare_stack.wait_until(lambda: not bare_stack.services.registry.is_online(host.rig_id))
     ended = await bare_stack.client.delete(f"/v1/sessions/{session_id}")
     assert ended.json()["status"] == "ended"
@@ -836,10 +791,10 @@ async def test_a_restore_the_host_missed_while_away_is_sent_when_it_returns(
 async def test_a_reconnect_that_fails_its_handshake_leaves_the_host_gone_timer_running(
     tmp_path: Path,
 ) -> None:
-    async with _stack(tmp_path, rigs=0, host_gone_grace_s=0.3) as stack:
+    async with stack_on_own_database(tmp_path, rigs=0, host_gone_grace_s=0.3) as stack:
         replies = {ops.SESSION_START: STARTED}
         async with fake_host(stack, replies) as host:
-            session_id = await _start(stack, host)
+            session_id = await stack.start_session_on(host.rig_id)
         await stack.wait_until(lambda: not stack.services.registry.is_online(host.rig_id))
 
         async def store_down(*_args: object) -> None:
@@ -885,7 +840,7 @@ async def test_observe_answers_the_screenshot_legs_error_first(bare_stack: Stack
         ops.SCREEN_DIRTY: _failed(ops.ERROR_HOST, "damage lost"),
     }
     async with fake_host(bare_stack, replies) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         response = await OBSERVE.call(bare_stack.client, sid=session_id)
         assert "region outside the desktop" in assert_error(response, 400, "invalid_request")
         assert host.session_ids(ops.SCREEN_DIRTY_RETURN) == []  # the dirty leg took nothing
@@ -900,7 +855,7 @@ async def test_observe_hands_the_dirty_take_back_to_the_host(bare_stack: Stack) 
         ops.SCREEN_DIRTY_RETURN: {"ok": True, "body": {}},
     }
     async with fake_host(bare_stack, replies) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         response = await OBSERVE.call(bare_stack.client, sid=session_id)
         assert_error(response, 502, "host_error")
         [returned] = [r for r in host.requests if r.op == ops.SCREEN_DIRTY_RETURN]
@@ -910,7 +865,7 @@ async def test_observe_hands_the_dirty_take_back_to_the_host(bare_stack: Stack) 
 @pytest.mark.parametrize("op", [SCREENSHOT, DIRTY, OBSERVE], ids=["screenshot", "dirty", "observe"])
 async def test_host_silent_on_screen_504_host_timeout(bare_stack: Stack, op: Op) -> None:
     async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         started = asyncio.get_running_loop().time()
         response = await op.call(bare_stack.client, sid=session_id)
         elapsed = asyncio.get_running_loop().time() - started
@@ -922,7 +877,7 @@ async def test_host_silent_on_screen_504_host_timeout(bare_stack: Stack, op: Op)
 async def test_host_silent_on_targets_200_empty_list(bare_stack: Stack) -> None:
     """The spec: the target list is empty when the host is unavailable, not an error."""
     async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         response = await bare_stack.client.get(f"/v1/sessions/{session_id}/targets")
         assert response.status_code == 200, response.text
         assert response.json() == {"width": 1920, "height": 1080, "targets": [], "truncated": False}
@@ -948,7 +903,7 @@ async def test_host_error_detail_does_not_repeat_the_code(bare_stack: Stack) -> 
         ops.SCREEN_CAPTURE: _failed(ops.ERROR_HOST, "capture device lost"),
     }
     async with fake_host(bare_stack, replies) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         response = await SCREENSHOT.call(bare_stack.client, sid=session_id)
         detail = assert_error(response, 502, "host_error")
         assert "capture device lost" in detail
@@ -986,7 +941,7 @@ async def test_failed_session_start_frees_the_rig_for_the_next(bare_stack: Stack
         assert_error(response, 504, "host_timeout")
         host.replies[ops.SESSION_START] = STARTED
         host.replies[ops.SESSION_END] = DONE
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         assert await _session_status(bare_stack, session_id) == "active"
 
 
@@ -1001,7 +956,7 @@ async def test_malformed_host_reply_502_host_error(
     """A host's reply is untrusted input: a wrong shape is the host's error, never a 500."""
     replies = {ops.SESSION_START: STARTED, op: {"ok": True, "body": {"width": "wide"}}}
     async with fake_host(bare_stack, replies) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         response = await endpoint.call(bare_stack.client, sid=session_id)
     assert_error(response, 502, "host_error")
 
@@ -1013,7 +968,7 @@ async def test_an_undecodable_host_frame_closes_the_link_and_fails_the_call_502(
     """A frame the gateway cannot decode ends the link (1007): its pending call gets a
     502 at once, not a 504 after the deadline, and the rig goes offline."""
     async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
-        session_id = await _start(bare_stack, host)
+        session_id = await bare_stack.start_session_on(host.rig_id)
         host.raw_answers[ops.SCREEN_CAPTURE] = garbage
         response = await SCREENSHOT.call(bare_stack.client, sid=session_id)
         await bare_stack.wait_until(lambda: not bare_stack.services.registry.is_online(host.rig_id))

@@ -24,22 +24,6 @@ pytestmark = pytest.mark.postgres
 OBSERVE_LEGS = frozenset({ops.SCREEN_CAPTURE, ops.SCREEN_DIRTY, ops.A11Y_TARGETS})
 
 
-@pytest.fixture
-async def bare_stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state", database_url, rigs=0, reaper_interval_s=3600
-    ) as running:
-        yield running
-
-
-async def _start(stack: Stack, rig_id: str) -> str:
-    response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
-    assert response.status_code == 201, response.text
-    session_id = response.json()["session_id"]
-    assert isinstance(session_id, str)
-    return session_id
-
-
 # ---- a raw host --------------------------------------------------------------------------
 
 
@@ -64,7 +48,7 @@ async def test_observe_sends_its_three_legs_before_any_answer(bare_stack: Stack)
     rig_id, rig_token = await pair_rig(bare_stack)
     barrier = ObserveBarrier()
     async with raw_host(bare_stack.base_url, rig_token, barrier.answer) as host:
-        session_id = await _start(bare_stack, rig_id)
+        session_id = await bare_stack.start_session_on(rig_id)
         response = await bare_stack.client.get(f"/v1/sessions/{session_id}/observe")
         assert response.status_code == 200, response.text
         assert barrier.arrived == OBSERVE_LEGS
@@ -92,7 +76,7 @@ async def test_the_gateway_redacts_a_masked_value_the_host_sent_in_plaintext(
 
     rig_id, rig_token = await pair_rig(bare_stack)
     async with raw_host(bare_stack.base_url, rig_token, leaky_host):
-        session_id = await _start(bare_stack, rig_id)
+        session_id = await bare_stack.start_session_on(rig_id)
         url = f"/v1/sessions/{session_id}"
         for response in (
             await bare_stack.client.get(f"{url}/targets"),

@@ -9,8 +9,6 @@ take stays unconsumed. An accepted batch answers only after its last event ran.
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -24,8 +22,7 @@ from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.backends.sim.form import MAX_FIELD_CHARS
 from rigway.gateway.desktop.body_limit import input_body_limit
 from rigway.gateway.desktop.schemas import MAX_TEXT_CHARS
-from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, running_stack
-from tests.support.databases import create_postgres_database, drop_postgres_database
+from tests.e2e.harness import ROOMY_RATE_LIMITS, Stack, batch_ran, stack_on_own_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.asyncio(loop_scope="module")]
 
@@ -108,26 +105,10 @@ class Live:
 async def shared(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
     """One stack for the whole module: every test here either changes nothing (that is
     what it checks) or only its own session, so the rig is shared to keep the module fast."""
-    state = tmp_path_factory.mktemp("strict")
-    server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
-    name = f"rigway_t_{secrets.token_hex(6)}"
-    if server_url is None:
-        database_url = f"sqlite+aiosqlite:///{state / 'rigway.db'}"
-    else:
-        database_url = await create_postgres_database(server_url, name)
-    try:
-        async with running_stack(
-            state / "state",
-            database_url,
-            reaper_interval_s=3600,
-            request_rate_limit="100000/minute",
-            input_event_rate_limit="1000000/minute",
-            agent_settings=QUICK_AGENT,
-        ) as running:
-            yield running
-    finally:
-        if server_url is not None:
-            await drop_postgres_database(server_url, name)
+    async with stack_on_own_database(
+        tmp_path_factory.mktemp("strict"), **ROOMY_RATE_LIMITS
+    ) as running:
+        yield running
 
 
 @pytest_asyncio.fixture(loop_scope="module")

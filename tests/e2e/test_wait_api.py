@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rigway.agent.backends.base import AccessibilitySnapshot, Rect, WalkBudget
+from rigway.agent.backends.base import AccessibilitySnapshot, Pixels, Rect, WalkBudget
 from rigway.agent.backends.sim import SimDesktop
 from rigway.protocol import Request, ops
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
@@ -24,17 +24,26 @@ BUSY = Rect(0, 0, 8, 8)
 
 class WatchedSim(SimDesktop):
     """The sim desktop, counting damage polls and accessibility walks (a wait is under
-    way on the host once they move); `busy` makes every poll report damage."""
+    way on the host once they move); `busy` makes every poll report damage, and every
+    grab show new pixels there (a spinner)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.polls = 0
         self.walks = 0
         self.busy = False
+        self.busy_frames = 0
 
     def poll_damage(self) -> list[Rect]:
         self.polls += 1
         return [*super().poll_damage(), *([BUSY] if self.busy else [])]
+
+    def grab(self) -> Pixels:
+        pixels = super().grab()
+        if self.busy:
+            self.busy_frames += 1
+            pixels[BUSY.y : BUSY.y + BUSY.h, BUSY.x : BUSY.x + BUSY.w] = self.busy_frames % 256
+        return pixels
 
     def snapshot_accessibility(self, budget: WalkBudget) -> AccessibilitySnapshot:
         self.walks += 1
@@ -205,26 +214,10 @@ BAD_BODIES: list[Any] = [
 ]
 
 
-@pytest.fixture
-async def bare_stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state", database_url, rigs=0, reaper_interval_s=3600
-    ) as running:
-        yield running
-
-
-async def _start(stack: Stack, rig_id: str) -> str:
-    response = await stack.client.post("/v1/sessions", json={"rig_id": rig_id})
-    assert response.status_code == 201, response.text
-    session_id = response.json()["session_id"]
-    assert isinstance(session_id, str)
-    return session_id
-
-
 async def test_bad_bodies_are_400s_and_nothing_reaches_the_host(bare_stack: Stack) -> None:
     rig_id, rig_token = await pair_rig(bare_stack)
     async with raw_host(bare_stack.base_url, rig_token) as host:
-        session_id = await _start(bare_stack, rig_id)
+        session_id = await bare_stack.start_session_on(rig_id)
         for body in BAD_BODIES:
             response = await bare_stack.client.post(f"/v1/sessions/{session_id}/wait", json=body)
             assert response.status_code == 400, (body, response.text)
@@ -235,7 +228,7 @@ async def test_bad_bodies_are_400s_and_nothing_reaches_the_host(bare_stack: Stac
 async def test_the_host_is_asked_what_the_body_says(bare_stack: Stack) -> None:
     rig_id, rig_token = await pair_rig(bare_stack)
     async with raw_host(bare_stack.base_url, rig_token) as host:
-        session_id = await _start(bare_stack, rig_id)
+        session_id = await bare_stack.start_session_on(rig_id)
         url = f"/v1/sessions/{session_id}/wait"
         await bare_stack.client.post(url, json={"until": "quiet", "timeout_ms": 900})
         target = {"name": "OK", "role": "push button"}
@@ -269,7 +262,7 @@ async def test_a_masked_target_the_host_sent_in_plaintext_is_redacted(bare_stack
 
     rig_id, rig_token = await pair_rig(bare_stack)
     async with raw_host(bare_stack.base_url, rig_token, leaky_host):
-        session_id = await _start(bare_stack, rig_id)
+        session_id = await bare_stack.start_session_on(rig_id)
         response = await bare_stack.client.post(
             f"/v1/sessions/{session_id}/wait",
             json={"until": "target", "timeout_ms": 500, "target": {"role": "password text"}},

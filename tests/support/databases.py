@@ -1,6 +1,13 @@
-"""A throwaway PostgreSQL database per test, so each test owns its state."""
+"""A throwaway database per test, so each test owns its state: a SQLite file, or a fresh
+PostgreSQL database when `RIGWAY_TEST_DATABASE_URL` is set."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -23,3 +30,19 @@ async def create_postgres_database(server_url: str, name: str) -> str:
 
 async def drop_postgres_database(server_url: str, name: str) -> None:
     await _admin(server_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.asynccontextmanager
+async def scratch_database(directory: Path) -> AsyncIterator[str]:
+    """The URL of a database of its own: `directory`/rigway.db, or a PostgreSQL database
+    made on the `RIGWAY_TEST_DATABASE_URL` server and dropped after."""
+    server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
+    if server_url is None:
+        yield f"sqlite+aiosqlite:///{directory / 'rigway.db'}"
+        return
+    name = f"rigway_t_{secrets.token_hex(6)}"
+    url = await create_postgres_database(server_url, name)
+    try:
+        yield url
+    finally:
+        await drop_postgres_database(server_url, name)
