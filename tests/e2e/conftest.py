@@ -49,20 +49,15 @@ def clock() -> FakeClock:
 
 @pytest.fixture(scope="module")
 def x_desktop() -> Iterator[XDesktop]:
-    from tests.support.x_desktop import XDesktop, skip_reason
+    from tests.support.x_desktop import desktop_or_skip
 
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with XDesktop() as desk:
+    with desktop_or_skip() as desk:
         yield desk
 
 
 @pytest.fixture(scope="module")
 def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
-    from tests.e2e.x11_rig import open_backend
-
-    backend = open_backend(x_desktop)
+    backend = x_desktop.open_backend()
     yield backend
     backend.close()
 

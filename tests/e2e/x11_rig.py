@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx2
 
 from rigway.agent.apps import ProcessTracker
-from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
+from rigway.agent.backends.x11 import X11Desktop
 from tests.e2e.harness import QUICK_AGENT, running_stack
 from tests.support.x_desktop import XDesktop, wait_until
 
@@ -32,12 +32,6 @@ class X11Session:
     client: httpx2.AsyncClient
     session_id: str
     tracker: ProcessTracker
-
-
-def open_backend(x_desktop: XDesktop) -> X11Desktop:
-    return open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
 
 
 def app_environment(x_desktop: XDesktop, config_home: Path) -> dict[str, str]:

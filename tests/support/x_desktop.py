@@ -25,10 +25,21 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import psutil
+import pytest
 from Xlib import X, display
 from Xlib.ext import xtest
 
-__all__ = ["TAG_VARIABLE", "LaunchedApps", "XDesktop", "XDesktopError", "skip_reason", "wait_until"]
+from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
+
+__all__ = [
+    "TAG_VARIABLE",
+    "LaunchedApps",
+    "XDesktop",
+    "XDesktopError",
+    "desktop_or_skip",
+    "skip_reason",
+    "wait_until",
+]
 
 TAG_VARIABLE = "RIGWAY_TEST_DESKTOP"
 START_TIMEOUT_S = 15.0
@@ -72,6 +83,17 @@ def skip_reason() -> str | None:
     if shutil.which("Xvfb") is None:
         return "Xvfb is not installed (run scripts/install-system-deps.sh)"
     return None
+
+
+@contextmanager
+def desktop_or_skip(width: int = 1920, height: int = 1080) -> Iterator[XDesktop]:
+    """A started desktop, stopped after; the test that asked is skipped where
+    `skip_reason()` says X11 cannot run."""
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with XDesktop(width, height) as desk:
+        yield desk
 
 
 def wait_until(
@@ -265,6 +287,12 @@ class XDesktop:
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
         return found
+
+    def open_backend(self) -> X11Desktop:
+        """An x11 backend on this desktop and its session bus (close it when done)."""
+        return open_x11_desktop(
+            self.display, session_bus_address=self.env["DBUS_SESSION_BUS_ADDRESS"]
+        )
 
     # -- inspection ------------------------------------------------------------------
     @contextmanager

@@ -10,18 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from rigway.agent.backends.x11 import open_x11_desktop
 from tests.agent.conformance.rigs import ConformanceRig, SimRig, X11Rig
 from tests.agent.conformance.windows_rig import WindowsFakeRig
-from tests.support.x_desktop import XDesktop, skip_reason
+from tests.support.x_desktop import XDesktop, desktop_or_skip
 
 
 @pytest.fixture(scope="session")
 def conformance_x_desktop() -> Iterator[XDesktop]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with XDesktop(width=1280, height=800) as desk:
+    with desktop_or_skip(width=1280, height=800) as desk:
         yield desk
 
 
@@ -33,9 +29,7 @@ def rig(request: pytest.FixtureRequest) -> Iterator[ConformanceRig]:
         sim.close()
     elif request.param == "x11":
         desk: XDesktop = request.getfixturevalue("conformance_x_desktop")
-        backend = open_x11_desktop(
-            desk.display, session_bus_address=desk.env["DBUS_SESSION_BUS_ADDRESS"]
-        )
+        backend = desk.open_backend()
         x11 = X11Rig(desk, backend)
         try:
             yield x11

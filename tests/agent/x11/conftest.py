@@ -12,26 +12,21 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
-from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
-from tests.support.x_desktop import LaunchedApps, XDesktop, skip_reason, wait_until
+from rigway.agent.backends.x11 import X11Desktop
+from tests.support.x_desktop import LaunchedApps, XDesktop, desktop_or_skip, wait_until
 
 APP_START_TIMEOUT_S = 15.0
 
 
 @pytest.fixture(scope="session")
 def x_desktop() -> Iterator[XDesktop]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with XDesktop() as desk:
+    with desktop_or_skip() as desk:
         yield desk
 
 
 @pytest.fixture(scope="session")
 def x11_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
-    backend = open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
+    backend = x_desktop.open_backend()
     yield backend
     backend.close()
 
@@ -42,9 +37,7 @@ def second_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
 
     Not for typing: its input would unbind the spare keycodes `x11_backend` has cached.
     """
-    backend = open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
+    backend = x_desktop.open_backend()
     yield backend
     backend.close()
 

@@ -16,7 +16,7 @@ import pytest
 from Xlib import X, Xatom
 
 from rigway.agent.backends.base import AccessibilitySnapshot, WalkBudget
-from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
+from rigway.agent.backends.x11 import X11Desktop
 from rigway.agent.backends.x11.atspi import (
     AtspiConnection,
     Call,
@@ -70,23 +70,17 @@ def factory(
     return process
 
 
-def _new_backend(x_desktop: XDesktop) -> X11Desktop:
-    return open_x11_desktop(
-        x_desktop.display, session_bus_address=x_desktop.env["DBUS_SESSION_BUS_ADDRESS"]
-    )
-
-
 @pytest.fixture
 def fresh_backend(x_desktop: XDesktop) -> Iterator[X11Desktop]:
     """A backend opened inside the test, after its monkeypatches."""
-    backend = _new_backend(x_desktop)
+    backend = x_desktop.open_backend()
     yield backend
     backend.close()
 
 
 def _snapshot_of_a_new_backend(x_desktop: XDesktop) -> AccessibilitySnapshot:
     """One snapshot from a backend opened now (after the test's monkeypatches)."""
-    backend = _new_backend(x_desktop)
+    backend = x_desktop.open_backend()
     try:
         return backend.snapshot_accessibility(WalkBudget())
     finally:

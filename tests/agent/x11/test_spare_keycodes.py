@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from Xlib import X
 
-from rigway.agent.backends.x11 import X11Desktop, open_x11_desktop
 from rigway.agent.backends.x11.input import SPARE_PROPERTY
 from tests.support.x_desktop import XDesktop
 
@@ -36,10 +35,6 @@ def own_desktop(x_desktop: XDesktop) -> Iterator[XDesktop]:
         yield desk
 
 
-def _open(desk: XDesktop) -> X11Desktop:
-    return open_x11_desktop(desk.display, session_bus_address=desk.env["DBUS_SESSION_BUS_ADDRESS"])
-
-
 def _spares_and_bindings(desk: XDesktop) -> tuple[list[int], dict[int, list[int]]]:
     with desk.x_connection() as conn:
         prop: Any = conn.screen().root.get_full_property(
@@ -52,7 +47,7 @@ def _spares_and_bindings(desk: XDesktop) -> tuple[list[int], dict[int, list[int]
 
 
 def test_close_unbinds_every_spare_keycode(own_desktop: XDesktop) -> None:
-    backend = _open(own_desktop)
+    backend = own_desktop.open_backend()
     backend.type_text("日本")  # nothing focused: the keys go nowhere, the bindings stay
     _, bound = _spares_and_bindings(own_desktop)
     assert any(NIHON in syms for syms in bound.values())
@@ -70,7 +65,7 @@ def test_bindings_left_by_a_crashed_instance_are_cleaned_at_start(own_desktop: X
     _, bound = _spares_and_bindings(own_desktop)
     assert any(NIHON in syms for syms in bound.values())
 
-    survivor = _open(own_desktop)
+    survivor = own_desktop.open_backend()
     try:
         survivor.type_text("x")  # the input role starts (lazily) and cleans up
 

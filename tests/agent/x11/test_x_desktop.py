@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from rigway.agent.backends.base import WalkBudget
-from rigway.agent.backends.x11 import open_x11_desktop
 from tests.support.x_desktop import XDesktop, wait_until
 
 pytestmark = pytest.mark.x11
@@ -14,9 +13,7 @@ pytestmark = pytest.mark.x11
 def test_teardown_kills_every_tagged_process(x_desktop: XDesktop) -> None:
     with XDesktop() as desk:
         desk.launch(["zenity", "--info", "--title=Activate AT-SPI", "--text=hi"])
-        backend = open_x11_desktop(
-            desk.display, session_bus_address=desk.env["DBUS_SESSION_BUS_ADDRESS"]
-        )
+        backend = desk.open_backend()
         try:
             wait_until(
                 lambda: backend.snapshot_accessibility(WalkBudget()).elements != [],
