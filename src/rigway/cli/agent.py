@@ -36,6 +36,24 @@ BACKENDS = ("sim", "x11", "windows")
 DESKTOP_OPEN_TIMEOUT_S = 5.0
 
 
+def _known_backend(backend: str) -> str:
+    """`backend`, when it is one of BACKENDS; else exit 2 saying which are."""
+    if backend not in BACKENDS:
+        typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
+        raise typer.Exit(code=2)
+    return backend
+
+
+def _read_token(token_file: Path) -> str:
+    """The rig token kept in `token_file` (stripped; may be empty); exit 2 when it cannot
+    be read."""
+    try:
+        return token_file.read_text().strip()
+    except OSError as exc:
+        typer.echo(f"cannot read the rig token: {exc}", err=True)
+        raise typer.Exit(code=2) from exc
+
+
 def _write_token(path: Path, token: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -118,15 +136,8 @@ def run_command(
     from rigway.agent.update_service import SelfUpdate, self_update_settings
     from rigway.agent.updater import UpdateRefused
 
-    backend = default_backend() if backend is None else backend
-    if backend not in BACKENDS:
-        typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
-        raise typer.Exit(code=2)
-    try:
-        token = token_file.read_text().strip()
-    except OSError as exc:
-        typer.echo(f"cannot read the rig token: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+    backend = _known_backend(default_backend() if backend is None else backend)
+    token = _read_token(token_file)
     try:
         updates = self_update_settings(
             gateway,
@@ -397,15 +408,8 @@ def install_command(
     from rigway.agent.install import InstallError, launch_for
     from rigway.agent.runner import connect_url
 
-    backend = default_install_backend() if backend is None else backend
-    if backend not in BACKENDS:
-        typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
-        raise typer.Exit(code=2)
-    try:
-        token = token_file.read_text().strip()
-    except OSError as exc:
-        typer.echo(f"cannot read the rig token: {exc}", err=True)
-        raise typer.Exit(code=2) from exc
+    backend = _known_backend(default_install_backend() if backend is None else backend)
+    token = _read_token(token_file)
     root = _install_root(install_root)
     try:
         if token == "":
