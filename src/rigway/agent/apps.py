@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -39,6 +39,7 @@ __all__ = [
     "LaunchError",
     "ProcessTracker",
     "UnknownAppError",
+    "tagged_processes",
 ]
 
 LAUNCH_TAG_ENV: Final = "RIGWAY_LAUNCH_TAG"
@@ -194,7 +195,7 @@ class ProcessTracker:
         for app in apps:
             for proc in _tree(app.popen):
                 found.setdefault(proc.pid, proc)
-        for proc in _tagged(self._tag, launch_ids):
+        for proc in tagged_processes(self._tag, launch_ids):
             found.setdefault(proc.pid, proc)
         protected = _protected_pids()
         return [proc for pid, proc in found.items() if pid not in protected]
@@ -244,15 +245,24 @@ def _tree(popen: subprocess.Popen[bytes]) -> list[psutil.Process]:
         return []
 
 
-def _tagged(tag: str, launch_ids: set[str] | None) -> list[psutil.Process]:
-    """Processes whose environment carries `tag` (and one of `launch_ids`, if given)."""
+def _variable_as_named(environ: Mapping[str, str], name: str) -> str | None:
+    return environ.get(name)
+
+
+def tagged_processes(
+    tag: str,
+    launch_ids: Collection[str] | None,
+    variable: Callable[[Mapping[str, str], str], str | None] = _variable_as_named,
+) -> list[psutil.Process]:
+    """Processes whose environment carries `tag` (and one of `launch_ids`, if given), the
+    launch variables read with `variable` (Windows: whatever their case)."""
     matches = []
     # Other users' environments are unreadable (None): they cannot carry our tag anyway.
     for proc in psutil.process_iter(["environ"], ad_value=None):
-        environ = proc.info["environ"]
-        if environ is None or environ.get(LAUNCH_TAG_ENV) != tag:
+        environ: dict[str, str] | None = proc.info["environ"]
+        if environ is None or variable(environ, LAUNCH_TAG_ENV) != tag:
             continue
-        if launch_ids is None or environ.get(LAUNCH_ID_ENV) in launch_ids:
+        if launch_ids is None or variable(environ, LAUNCH_ID_ENV) in launch_ids:
             matches.append(proc)
     return matches
 

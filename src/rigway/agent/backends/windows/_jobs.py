@@ -15,9 +15,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-import psutil
-
-from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
+from rigway.agent.apps import tagged_processes
 from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, UINT
 from rigway.agent.backends.windows.job_types import (
     CONSTANTS,
@@ -351,15 +349,8 @@ class Win32JobPort:
         return info
 
     def tagged_pids(self, tag: str, launch_ids: frozenset[str] | None) -> frozenset[int]:
-        matches: set[int] = set()
-        # Other users' environments are unreadable (None): they cannot carry our tag anyway.
-        for proc in psutil.process_iter(["environ"], ad_value=None):
-            environ: dict[str, str] | None = proc.info["environ"]
-            if environ is None or environment_value(environ, LAUNCH_TAG_ENV) != tag:
-                continue
-            if launch_ids is None or environment_value(environ, LAUNCH_ID_ENV) in launch_ids:
-                matches.add(proc.pid)
-        return frozenset(matches)
+        tagged = tagged_processes(tag, launch_ids, variable=environment_value)
+        return frozenset(proc.pid for proc in tagged)
 
 
 def open_job_tracker(*, cwd: str | None = None) -> JobAppTracker:
