@@ -5,71 +5,27 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from starlette.websockets import WebSocket
 
 from rigway.gateway.hostlink.connection import (
-    HostConnection,
     HostOpError,
     HostReply,
     HostTimeoutError,
 )
-from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION
 from rigway.protocol import (
-    PROTOCOL_VERSION,
-    Hello,
     Request,
     decode_frame,
     encode_binary,
     encode_text,
 )
-
-
-class DeafHostSocket:
-    """A WebSocket whose peer never reads: every send blocks, nothing arrives."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self._never = asyncio.Event()
-
-    @property
-    def sends_started(self) -> int:
-        return len(self.sent)
-
-    async def send_text(self, text: str) -> None:
-        self.sent.append(text)
-        await self._never.wait()
-
-    async def receive(self) -> dict[str, Any]:
-        await self._never.wait()
-        raise AssertionError("unreachable")
-
-    async def close(self, code: int = 1000, reason: str = "") -> None:
-        return None
-
-
-def _connection(socket: DeafHostSocket | HearingHostSocket) -> HostConnection:
-    hello = Hello(protocol=PROTOCOL_VERSION, agent_version="test", native_width=8, native_height=8)
-
-    async def no_agent_requests(*_args: object) -> dict[str, Any]:
-        return {}
-
-    return HostConnection(
-        "rig_test",
-        cast(WebSocket, socket),
-        hello,
-        heartbeat_interval_s=30.0,
-        monotonic=time.monotonic,
-        on_agent_request=no_agent_requests,
-    )
+from tests.gateway.hostlink.host_sockets import DeafHostSocket, HearingHostSocket, host_connection
 
 
 async def test_the_deadline_covers_a_send_the_host_never_reads() -> None:
     socket = DeafHostSocket()
-    connection = _connection(socket)
+    connection = host_connection(socket)
     started = time.monotonic()
     async with asyncio.timeout(2):  # without the fix the request hangs: fail, don't hang
         with pytest.raises(HostTimeoutError):
@@ -80,7 +36,7 @@ async def test_the_deadline_covers_a_send_the_host_never_reads() -> None:
 
 async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
     socket = DeafHostSocket()
-    connection = _connection(socket)
+    connection = host_connection(socket)
     body = {"session_id": "s", "quality": 85, "region": None}
     with pytest.raises(HostTimeoutError):
         await connection.request("screen/capture", body, timeout_s=0.05)
@@ -99,34 +55,6 @@ async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
 # ---- a reply callback: the reply as it is read ---------------------------------------------
 
 
-class HearingHostSocket:
-    """A WebSocket whose sends return at once and whose messages the test delivers
-    through the server's direct way in (`rigway.message_sink`)."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self._sink: Callable[[str | bytes], None] | None = None
-        self._closed = asyncio.Event()
-        self.scope = {"extensions": {MESSAGE_SINK_EXTENSION: self._take_messages}}
-
-    def _take_messages(self, sink: Callable[[str | bytes], None]) -> None:
-        self._sink = sink
-
-    def deliver(self, message: str | bytes) -> None:
-        assert self._sink is not None, "the connection has not taken its messages"
-        self._sink(message)
-
-    async def send_text(self, text: str) -> None:
-        self.sent.append(text)
-
-    async def receive(self) -> dict[str, Any]:
-        await self._closed.wait()
-        return {"type": "websocket.disconnect", "code": 1000}
-
-    async def close(self, code: int = 1000, reason: str = "") -> None:
-        self._closed.set()
-
-
 async def _sent_request_id(socket: HearingHostSocket, count: int) -> str:
     async with asyncio.timeout(2):
         while len(socket.sent) < count:
@@ -137,7 +65,7 @@ async def _sent_request_id(socket: HearingHostSocket, count: int) -> str:
 
 async def test_a_reply_callback_hears_a_reply_before_its_request_returns() -> None:
     socket = HearingHostSocket()
-    connection = _connection(socket)
+    connection = host_connection(socket)
     serving = asyncio.create_task(connection.serve())
     heard: list[tuple[dict[str, Any], bytes, bool]] = []
 
@@ -160,7 +88,7 @@ async def test_a_failing_reply_callback_leaves_the_reply_and_the_link(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     socket = HearingHostSocket()
-    connection = _connection(socket)
+    connection = host_connection(socket)
     serving = asyncio.create_task(connection.serve())
 
     def broken(_reply: HostReply) -> None:
@@ -188,7 +116,7 @@ async def test_a_failing_reply_callback_leaves_the_reply_and_the_link(
 
 async def test_a_failed_reply_carries_its_body_to_the_caller() -> None:
     socket = HearingHostSocket()
-    connection = _connection(socket)
+    connection = host_connection(socket)
     serving = asyncio.create_task(connection.serve())
     request = asyncio.create_task(connection.request("input/batch", {}, 5.0))
     stopped = {"events": [], "stopped_at": 0, "rects": []}

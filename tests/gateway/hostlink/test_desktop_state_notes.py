@@ -4,38 +4,14 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from starlette.websockets import WebSocket
 
 from rigway.gateway.hostlink.connection import HostConnection
-from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
-from tests.gateway.hostlink.test_connection import HearingHostSocket
-
-
-def _connection(socket: HearingHostSocket, hello_state: ops.DesktopState | None) -> HostConnection:
-    hello = Hello(
-        protocol=PROTOCOL_VERSION,
-        agent_version="test",
-        native_width=8,
-        native_height=8,
-        desktop_state=hello_state,
-    )
-
-    async def no_agent_requests(*_args: object) -> dict[str, Any]:
-        return {}
-
-    return HostConnection(
-        "rig_test",
-        cast(WebSocket, socket),
-        hello,
-        heartbeat_interval_s=30.0,
-        monotonic=time.monotonic,
-        on_agent_request=no_agent_requests,
-    )
+from rigway.protocol import encode_text, ops
+from tests.gateway.hostlink.host_sockets import HearingHostSocket, host_connection
 
 
 def _note(op: str, body: dict[str, Any]) -> str:
@@ -45,7 +21,7 @@ def _note(op: str, body: dict[str, Any]) -> str:
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[HearingHostSocket, HostConnection]]:
     socket = HearingHostSocket()
-    connection = _connection(socket, "normal")
+    connection = host_connection(socket, "normal")
     serving = asyncio.create_task(connection.serve())
     # serve() hands the socket its way in on its first step.
     await asyncio.sleep(0)
@@ -55,11 +31,11 @@ async def served() -> AsyncIterator[tuple[HearingHostSocket, HostConnection]]:
 
 
 def test_hello_state_is_the_first_state() -> None:
-    assert _connection(HearingHostSocket(), "screensaver").desktop_state == "screensaver"
+    assert host_connection(HearingHostSocket(), "screensaver").desktop_state == "screensaver"
 
 
 def test_hello_without_a_state_reads_unknown() -> None:
-    assert _connection(HearingHostSocket(), None).desktop_state == "unknown"
+    assert host_connection(HearingHostSocket(), None).desktop_state == "unknown"
 
 
 async def test_a_state_note_replaces_the_state(
