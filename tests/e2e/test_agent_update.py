@@ -174,27 +174,32 @@ async def _gateway(tmp_path: Path, database_url: str, **settings: Any) -> AsyncI
         sock.close()
 
 
-def _publish(tmp_path: Path, base_url: str, behaviour: str) -> None:
-    """A newer release signed here, its wheel beside the manifest for the gateway to serve."""
+@contextlib.asynccontextmanager
+async def _gateway_offering(
+    tmp_path: Path, database_url: str, behaviour: str
+) -> AsyncIterator[Gateway]:
+    """A gateway that offers a newer release, signed here: its wheel beside the manifest
+    for the gateway to serve. The manifest names the gateway's address, known once its
+    socket is bound: the gateway reads the manifest at each ask, so it is written after
+    the start."""
     folder = tmp_path / "published"
-    wheel = build_wheel(folder, NEWER, behaviour)
-    signed = sign_release(wheel, NEWER, RELEASE_KEY, f"{base_url}/v1/agent/releases/{wheel.name}")
-    (folder / "latest.json").write_bytes(signed.to_json())
+    async with _gateway(
+        tmp_path,
+        database_url,
+        release_manifest_path=folder / "latest.json",
+        release_public_key=public_key_to_text(RELEASE_KEY.public_key()),
+    ) as gateway:
+        wheel = build_wheel(folder, NEWER, behaviour)
+        wheel_url = f"{gateway.base_url}/v1/agent/releases/{wheel.name}"
+        signed = sign_release(wheel, NEWER, RELEASE_KEY, wheel_url)
+        (folder / "latest.json").write_bytes(signed.to_json())
+        yield gateway
 
 
 async def test_agent_installs_a_newer_release_beside_itself_and_asks_to_restart(
     tmp_path: Path, database_url: str
 ) -> None:
-    # The manifest names the gateway's address, known once its socket is bound: the
-    # gateway reads the manifest at each ask, so it is written after the start.
-    manifest_path = tmp_path / "published" / "latest.json"
-    async with _gateway(
-        tmp_path,
-        database_url,
-        release_manifest_path=manifest_path,
-        release_public_key=public_key_to_text(RELEASE_KEY.public_key()),
-    ) as gateway:
-        _publish(tmp_path, gateway.base_url, HEALTHY)
+    async with _gateway_offering(tmp_path, database_url, HEALTHY) as gateway:
         token_file = tmp_path / "rig.token"
         await gateway.pair_rig(token_file)
         updates = self_update_settings(
@@ -227,14 +232,7 @@ async def test_agent_installs_a_newer_release_beside_itself_and_asks_to_restart(
 async def test_launcher_rolls_back_a_release_that_cannot_start(
     tmp_path: Path, database_url: str
 ) -> None:
-    manifest_path = tmp_path / "published" / "latest.json"
-    async with _gateway(
-        tmp_path,
-        database_url,
-        release_manifest_path=manifest_path,
-        release_public_key=public_key_to_text(RELEASE_KEY.public_key()),
-    ) as gateway:
-        _publish(tmp_path, gateway.base_url, FAILS)
+    async with _gateway_offering(tmp_path, database_url, FAILS) as gateway:
         token_file = tmp_path / "rig.token"
         rig_id = await gateway.pair_rig(token_file)
         root = tmp_path / "agent"
