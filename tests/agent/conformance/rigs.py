@@ -65,10 +65,41 @@ class ConformanceRig(Protocol):
     def is_window_open(self, window_id: int) -> bool: ...
 
 
+# -- POSIX app trees (the sim's apps are real processes too) ------------------------------
+
+
+class PosixProcesses:
+    """The conformance questions about processes, answered by psutil."""
+
+    def tree_command(self) -> tuple[str, list[str]]:
+        return "sh", ["-c", "sleep 300 & exec sleep 301"]
+
+    def tree_members(self, pid: int) -> frozenset[int]:
+        def family() -> frozenset[int] | None:
+            try:
+                root = psutil.Process(pid)
+                members = frozenset({pid, *(child.pid for child in root.children(recursive=True))})
+            except psutil.NoSuchProcess:
+                return None
+            return members if len(members) > 1 else None
+
+        return wait_until(family, timeout_s=APP_START_TIMEOUT_S, message=f"a child of {pid}")
+
+    def running(self, pids: frozenset[int]) -> frozenset[int]:
+        return frozenset(pid for pid in pids if _is_running(pid))
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 # -- sim ----------------------------------------------------------------------------------
 
 
-class SimRig:
+class SimRig(PosixProcesses):
     def __init__(self) -> None:
         self.sim = SimDesktop(width=1280, height=800)
         self.tracker = ProcessTracker()
@@ -96,15 +127,6 @@ class SimRig:
         self._click(self.sim.control_rect(sim_form.PASSWORD))
         self.sim.type_text(secret)
 
-    def tree_command(self) -> tuple[str, list[str]]:
-        return posix_tree_command()
-
-    def tree_members(self, pid: int) -> frozenset[int]:
-        return posix_tree_members(pid)
-
-    def running(self, pids: frozenset[int]) -> frozenset[int]:
-        return posix_running(pids)
-
     def open_window(self, *, launched: bool) -> tuple[int, int] | None:
         return None  # the sim has one fixed sign-in window and opens no others
 
@@ -124,7 +146,7 @@ class SimRig:
 # -- x11 ----------------------------------------------------------------------------------
 
 
-class X11Rig:
+class X11Rig(PosixProcesses):
     """The x11 backend on a live Xvfb desktop, apps launched with that desktop's env."""
 
     _ROOT_COLOURS = ("#203040", "#405060")
@@ -164,15 +186,6 @@ class X11Rig:
         self._wait_for_focused_window("Conformance")
         self.backend.type_text(secret)
 
-    def tree_command(self) -> tuple[str, list[str]]:
-        return posix_tree_command()
-
-    def tree_members(self, pid: int) -> frozenset[int]:
-        return posix_tree_members(pid)
-
-    def running(self, pids: frozenset[int]) -> frozenset[int]:
-        return posix_running(pids)
-
     def open_window(self, *, launched: bool) -> tuple[int, int] | None:
         before = self.backend.list_windows()
         title = f"Conformance {'launched' if launched else 'local'}"
@@ -206,33 +219,3 @@ class X11Rig:
             return snap if is_ready else None
 
         return wait_until(probe, timeout_s=APP_START_TIMEOUT_S, message=f"window {title!r}")
-
-
-# -- POSIX app trees ----------------------------------------------------------------------
-
-
-def posix_tree_command() -> tuple[str, list[str]]:
-    return "sh", ["-c", "sleep 300 & exec sleep 301"]
-
-
-def posix_tree_members(pid: int) -> frozenset[int]:
-    def family() -> frozenset[int] | None:
-        try:
-            root = psutil.Process(pid)
-            members = frozenset({pid, *(child.pid for child in root.children(recursive=True))})
-        except psutil.NoSuchProcess:
-            return None
-        return members if len(members) > 1 else None
-
-    return wait_until(family, timeout_s=APP_START_TIMEOUT_S, message=f"a child of {pid}")
-
-
-def posix_running(pids: frozenset[int]) -> frozenset[int]:
-    return frozenset(pid for pid in pids if _is_running(pid))
-
-
-def _is_running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
