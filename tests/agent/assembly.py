@@ -20,12 +20,14 @@ def dispatcher_over(
     screen_worker: SerialWorker,
     a11y_worker: SerialWorker,
     input_worker: Executor | None = None,
+    guard: InputGuard | None = None,
 ) -> Dispatcher:
+    """`guard`: one the test holds to read its bookkeeping; else a guard of its own."""
     return Dispatcher(
         desktop,
         ScreenService(desktop, screen_worker),
         AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        InputGuard(desktop),
+        InputGuard(desktop) if guard is None else guard,
         apps,
         input_executor=input_worker,
     )

@@ -12,16 +12,15 @@ from typing import Any
 
 import pytest
 
-from rigway.agent.accessibility import AccessibilityService
-from rigway.agent.backends.base import DESKTOP_STATES, DesktopState, WalkBudget
+from rigway.agent.backends.base import DESKTOP_STATES, DesktopState
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.desktop_state import DesktopStateReporter
 from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
-from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import PROTOCOL_VERSION, Hello, ops
+from tests.agent.assembly import dispatcher_over
 from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway
 from tests.agent.fakes import FakeApps, FakeDesktop
 
@@ -75,13 +74,8 @@ async def rig(
 ) -> AsyncIterator[Rig]:
     desktop = FakeDesktop()
     guard = InputGuard(desktop)
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        guard,
-        FakeApps(),
-        input_executor=input_worker,
+    dispatcher = dispatcher_over(
+        desktop, FakeApps(), screen_worker, a11y_worker, input_worker, guard
     )
     await dispatcher.handle(ops.SESSION_START, {"session_id": SESSION})
     yield Rig(desktop, guard, dispatcher, input_worker)

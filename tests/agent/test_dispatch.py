@@ -23,6 +23,7 @@ from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
+from tests.agent.assembly import dispatcher_over
 from tests.agent.fakes import FakeApps, FakeDesktop, element
 
 
@@ -52,14 +53,7 @@ async def rig(
     desktop = FakeDesktop()
     apps = FakeApps()
     guard = InputGuard(desktop)
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        guard,
-        apps,
-        input_executor=input_worker,
-    )
+    dispatcher = dispatcher_over(desktop, apps, screen_worker, a11y_worker, input_worker, guard)
     yield Rig(desktop, apps, guard, dispatcher)
     await dispatcher.close()
 
