@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import Field, PrivateAttr
 
@@ -118,20 +119,18 @@ def _find_target(targets: list[Target], name: str | None, role: str | None) -> T
     return partial
 
 
-class TargetList(ApiModel):
-    """Answer of `GET …/targets`: targets in native pixels of a `width`x`height` desktop.
+class TargetLookups:
+    """How a model with `targets` finds one: by name and role, or as `click(target=…)`
+    resolves a reference."""
 
-    `truncated` is true when the host's walk stopped at its budget (element cap or
-    deadline): the list is partial, and a control missing from it may exist.
-    """
-
-    width: int
-    height: int
-    targets: list[Target] = Field(default_factory=list)
-    truncated: bool = False
+    if TYPE_CHECKING:  # the models declare the field; pydantic must not see it here
+        targets: list[Target]
 
     def find_target(self, name: str | None = None, role: str | None = None) -> Target | None:
-        """The first target whose name matches (exact beats substring) and role equals."""
+        """The first target whose name matches (exact beats substring) and role equals.
+
+        Both comparisons ignore case; None means "any". Returns None when nothing matches.
+        """
         return _find_target(self.targets, name, role)
 
     def require_target(self, name: str | None = None, role: str | None = None) -> Target:
@@ -144,6 +143,19 @@ class TargetList(ApiModel):
         (exact, then ignoring case, then a substring; AmbiguousTargetError when several
         match), or a 1-based index into `targets`. None when nothing matches."""
         return pick_target(ref, self.targets)
+
+
+class TargetList(ApiModel, TargetLookups):
+    """Answer of `GET …/targets`: targets in native pixels of a `width`x`height` desktop.
+
+    `truncated` is true when the host's walk stopped at its budget (element cap or
+    deadline): the list is partial, and a control missing from it may exist.
+    """
+
+    width: int
+    height: int
+    targets: list[Target] = Field(default_factory=list)
+    truncated: bool = False
 
 
 class DirtyRects(ApiModel):
@@ -190,7 +202,7 @@ class ObserveTiming(ApiModel):
     image: bool = True
 
 
-class ObserveResult(ApiModel):
+class ObserveResult(ApiModel, TargetLookups):
     """Frame, change flag, text and click targets in one round trip.
 
     `width`x`height` is the image's size (also without an image, the size it would have);
@@ -257,24 +269,6 @@ class ObserveResult(ApiModel):
         """Map a pixel of the returned image to native desktop coordinates."""
         area = self._region or Region(0, 0, self.native_width, self.native_height)
         return image_to_native(x, y, image_w=self.width, image_h=self.height, area=area)
-
-    def find_target(self, name: str | None = None, role: str | None = None) -> Target | None:
-        """The first target whose name matches (exact beats substring) and role equals.
-
-        Both comparisons ignore case; None means "any". Returns None when nothing matches.
-        """
-        return _find_target(self.targets, name, role)
-
-    def require_target(self, name: str | None = None, role: str | None = None) -> Target:
-        """Like `find_target`, but raises TargetNotFoundError instead of returning None,
-        so `click(target=…)` can never fall back to clicking wherever the pointer is."""
-        return _require_target(self.targets, name, role)
-
-    def lookup(self, ref: str | int) -> Target | None:
-        """The target `ref` names as `click(target=…)` resolves it: an id, a name
-        (exact, then ignoring case, then a substring; AmbiguousTargetError when several
-        match), or a 1-based index into `targets`. None when nothing matches."""
-        return pick_target(ref, self.targets)
 
 
 def target_lines(targets: Sequence[Target]) -> list[str]:
