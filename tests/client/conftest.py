@@ -79,6 +79,19 @@ def session_json(**overrides: Any) -> dict[str, Any]:
     return record
 
 
+def square_observation(targets: list[dict[str, Any]], **overrides: Any) -> dict[str, Any]:
+    """An observe answer of a 100x100 desktop at its own size, with `targets`."""
+    answer: dict[str, Any] = {
+        "width": 100,
+        "height": 100,
+        "native_width": 100,
+        "native_height": 100,
+        "targets": targets,
+    }
+    answer.update(overrides)
+    return answer
+
+
 def error(status: int, text: str, **headers: str) -> httpx2.Response:
     return httpx2.Response(status, json={"error": text}, headers=headers)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx2
 import pytest
 
@@ -15,23 +13,12 @@ from rigway.client import (
     TargetGoneError,
 )
 
-from .conftest import FakeGateway, body_of, ok
+from .conftest import FakeGateway, body_of, ok, square_observation
 
 INPUT = "/v1/sessions/ses_1/input"
 OK_A = {"id": "t_a", "x": 0, "y": 0, "w": 10, "h": 10, "role": "button", "name": "OK"}
 OK_B = {"id": "t_b", "x": 20, "y": 0, "w": 10, "h": 10, "role": "button", "name": "OK"}
 FIELD = {"id": "t_f", "x": 40, "y": 0, "w": 10, "h": 10, "role": "edit", "name": "Email"}
-
-
-def observe_json(targets: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "width": 100,
-        "height": 100,
-        "native_width": 100,
-        "native_height": 100,
-        "targets": targets,
-        "frame_id": "frm_a",
-    }
 
 
 @pytest.fixture
@@ -42,7 +29,8 @@ async def session(async_client: AsyncRigway, session_gateway: FakeGateway) -> As
 async def test_act_observes_and_later_clicks_resolve_against_that_observe(
     session: AsyncSessionHandle, session_gateway: FakeGateway
 ) -> None:
-    answer = {"ok": True, "count": 1, "events": [], "observe": observe_json([OK_A, OK_B, FIELD])}
+    observed = square_observation([OK_A, OK_B, FIELD], frame_id="frm_a")
+    answer = {"ok": True, "count": 1, "events": [], "observe": observed}
     session_gateway.on("POST", INPUT, ok(answer))
 
     result = await session.key("tab", settle=True, observe=True)

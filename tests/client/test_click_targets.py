@@ -17,7 +17,7 @@ from rigway.client import (
 )
 from rigway.client._screen_models import pick_target
 
-from .conftest import FakeGateway, body_of, ok
+from .conftest import FakeGateway, body_of, ok, square_observation
 
 INPUT = "/v1/sessions/ses_1/input"
 TARGETS = "/v1/sessions/ses_1/targets"
@@ -36,19 +36,9 @@ SNAPSHOT = [
 ]
 
 
-def observe_json(targets: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "width": 100,
-        "height": 100,
-        "native_width": 100,
-        "native_height": 100,
-        "targets": targets,
-    }
-
-
 @pytest.fixture
 def session(client: Rigway, session_gateway: FakeGateway) -> SessionHandle:
-    session_gateway.on("GET", "/v1/sessions/ses_1/observe", ok(observe_json(SNAPSHOT)))
+    session_gateway.on("GET", "/v1/sessions/ses_1/observe", ok(square_observation(SNAPSHOT)))
     handle = client.sessions.create(rig_id="rig_1")
     handle.observe()
     return handle
@@ -156,7 +146,7 @@ def test_pick_target_is_pure_and_returns_none_for_no_match() -> None:
 
 def test_lists_look_targets_up_and_number_their_lines_from_one() -> None:
     observed = ObserveResult.model_validate(
-        observe_json([*SNAPSHOT[:2], {**SNAPSHOT[3], "focused": True, "name": ""}])
+        square_observation([*SNAPSHOT[:2], {**SNAPSHOT[3], "focused": True, "name": ""}])
     )
     listed = TargetList.model_validate({"width": 100, "height": 100, "targets": SNAPSHOT})
 
