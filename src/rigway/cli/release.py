@@ -6,7 +6,6 @@ file and writes a signed manifest for the gateway's `RIGWAY_RELEASE_MANIFEST`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ import typer
 from rigway.releases.manifest import (
     Manifest,
     ManifestError,
+    file_sha256_and_size,
     generate_private_key,
     load_private_key,
     private_key_to_text,
@@ -39,16 +39,6 @@ def keygen(
     typer.echo(public_key_to_text(key.public_key()))
 
 
-def _sha256_and_size(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
-
-
 @release_app.command("sign")
 def sign(
     file: Annotated[Path, typer.Option(help="The release file (wheel or installer).")],
@@ -60,7 +50,7 @@ def sign(
     expires_in_days: Annotated[int, typer.Option(min=1, max=365)] = 30,
 ) -> None:
     """Write a signed manifest for `file`."""
-    sha256, size = _sha256_and_size(file)
+    sha256, size = file_sha256_and_size(file)
     expires_at = datetime.now(UTC).replace(microsecond=0) + timedelta(days=expires_in_days)
     manifest = Manifest(
         version=version,

@@ -34,11 +34,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from cryptography.exceptions import InvalidSignature
@@ -54,6 +56,7 @@ __all__ = [
     "SignedManifest",
     "canonical_json",
     "compare_versions",
+    "file_sha256_and_size",
     "format_expires_at",
     "generate_private_key",
     "is_newer_version",
@@ -268,6 +271,17 @@ def format_expires_at(moment: datetime) -> str:
     """UTC, whole seconds, `Z` suffix: `2026-12-31T00:00:00Z`."""
     utc = moment.astimezone(UTC).replace(microsecond=0)
     return utc.isoformat().replace("+00:00", "Z")
+
+
+def file_sha256_and_size(path: Path) -> tuple[str, int]:
+    """The `sha256` (hex) and `size` a manifest gives for the file at `path`."""
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
 
 
 def parse_version(text: str) -> tuple[int, ...]:

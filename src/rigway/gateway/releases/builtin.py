@@ -16,7 +16,6 @@ Every method here blocks (disk, hashing): routes call them through `asyncio.to_t
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import tempfile
@@ -32,6 +31,7 @@ from rigway.gateway.releases.wheel import pack_installed_rigway
 from rigway.releases.manifest import (
     Manifest,
     SignedManifest,
+    file_sha256_and_size,
     generate_private_key,
     load_private_key,
     private_key_to_text,
@@ -142,7 +142,7 @@ class BuiltinRelease:
         # packing at each start keeps the wheel in step with an upgraded installation.
         if self._packed is None:
             wheel = self._pack(self._release_dir)
-            sha256, size = _sha256_and_size(wheel)
+            sha256, size = file_sha256_and_size(wheel)
             self._packed = _Packed(wheel, sha256, size)
             _log.info("built-in agent release %s: %s (%d bytes)", self._version, wheel, size)
         return self._packed
@@ -175,13 +175,3 @@ def load_or_create_signing_key(path: Path) -> Ed25519PrivateKey:
         os.unlink(temp_name)
     _log.info("created the release signing key %s", path)
     return key
-
-
-def _sha256_and_size(path: Path) -> tuple[str, int]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
