@@ -45,7 +45,7 @@ from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.act import ActService, BatchStoppedError
 from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
 from rigway.agent.backends.base import Desktop, Rect
-from rigway.agent.imaging import Mark
+from rigway.agent.imaging import Mark, index_marks
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import (
     CapturedFrame,
@@ -375,7 +375,7 @@ class Dispatcher:
             # An image without marks (`marked: false`) beats no image at all.
             _log.warning("accessibility walk failed; capturing without marks", exc_info=True)
             return ()
-        return tuple(Mark(t.id, t.x, t.y, t.w, t.h) for t in snapshot.targets)
+        return index_marks(snapshot.targets)
 
     async def _screen_dirty(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.ScreenDirty, body)

@@ -7,7 +7,7 @@ encoder takes BGRA directly, so no colour conversion copy is made.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -15,15 +15,22 @@ import numpy as np
 import simplejpeg
 
 from rigway.agent.backends.base import Pixels, Rect
+from rigway.agent.mark_layout import Box, LabelBox, place_labels
+from rigway.protocol import ops
 
 __all__ = [
     "JPEG_SUBSAMPLING",
+    "DrawnMark",
     "EncodedImage",
     "Mark",
+    "MarkedImage",
     "crop",
     "downscale",
     "draw_marks",
     "encode_jpeg",
+    "index_marks",
+    "label_font_scale",
+    "mark_image",
     "render_jpeg",
     "scaled_size",
 ]
@@ -33,24 +40,52 @@ __all__ = [
 # q85 and is ~30 % smaller than 4:4:4.
 JPEG_SUBSAMPLING = "420"
 
-# Bright magenta-red boxes stand out against typical UI greys and whites.
+# Bright magenta-red boxes stand out against typical UI greys and whites; 1 px so they
+# hide no pixel of the control's own text.
 _MARK_COLOUR_BGRA = (40, 0, 230, 255)
+_BOX_THICKNESS = 1
+# White digits on a dark red fill with a light outline read on light and dark UIs alike.
+_LABEL_FILL_BGRA = (20, 0, 140, 255)
+_LABEL_OUTLINE_BGRA = (255, 255, 255, 255)
 _LABEL_TEXT_BGRA = (255, 255, 255, 255)
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
-_FONT_SCALE = 0.45
 _FONT_THICKNESS = 1
-_LABEL_PAD_PX = 2
+# Digit height relative to the output image: 12 px on a 1280-px image, never below 11.
+_DIGIT_PX_PER_1280 = 12
+_MIN_DIGIT_PX = 11
+_LABEL_PAD_PX = 1
+# Grey-level contrast within 3x3 pixels that counts as drawn detail.
+_BUSY_CONTRAST = 40
 
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """One set-of-mark box in native desktop pixels, labelled with its target id."""
+    """One set-of-mark box in native desktop pixels. `label` is what is drawn (the
+    target's 1-based index); `index` and `target_id` are what the answer reports."""
 
     label: str
     x: int
     y: int
     w: int
     h: int
+    target_id: str = ""
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnMark:
+    """A mark inside the image; `labelled` is False when no free spot held its label."""
+
+    index: int
+    target_id: str
+    labelled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MarkedImage:
+    pixels: Pixels
+    drawn: tuple[DrawnMark, ...]
+    labels: tuple[LabelBox | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +94,16 @@ class EncodedImage:
     width: int
     height: int
     marked: bool
+    marks: tuple[DrawnMark, ...] = ()
+
+
+def index_marks(targets: Iterable[ops.Target]) -> tuple[Mark, ...]:
+    """One mark per target, labelled by its 1-based index: the number of its
+    `text.targets` line. A 12-character id would hide the text a model must read."""
+    return tuple(
+        Mark(str(n), t.x, t.y, t.w, t.h, target_id=t.id, index=n)
+        for n, t in enumerate(targets, start=1)
+    )
 
 
 def scaled_size(width: int, height: int, max_width: int | None) -> tuple[int, int]:
@@ -94,33 +139,73 @@ def downscale(image: Pixels, max_width: int | None) -> Pixels:
 def draw_marks(
     image: Pixels, marks: Sequence[Mark], *, origin: tuple[int, int], scale: tuple[float, float]
 ) -> Pixels:
+    """`mark_image`'s pixels."""
+    return mark_image(image, marks, origin=origin, scale=scale).pixels
+
+
+def mark_image(
+    image: Pixels, marks: Sequence[Mark], *, origin: tuple[int, int], scale: tuple[float, float]
+) -> MarkedImage:
     """Boxes and labels drawn on a copy; marks map from native into image space.
 
     `origin` is the native top-left of the image (the region's x, y) and `scale` the
-    output/native ratio per axis. Marks wholly outside the image are skipped.
+    output/native ratio per axis. Marks wholly outside the image are skipped. All boxes
+    are drawn before any label, so no box line crosses a label.
     """
     canvas = np.array(image, dtype=np.uint8, order="C", copy=True)
     height, width = canvas.shape[:2]
-    for mark in marks:
-        box = _to_image_box(mark, origin, scale, width, height)
-        if box is None:
-            continue
-        left, top, right, bottom = box
-        cv2.rectangle(canvas, (left, top), (right, bottom), _MARK_COLOUR_BGRA, 2)
-        _draw_label(canvas, mark.label, left, top)
-    return canvas
+    inside = [
+        (mark, box)
+        for mark in marks
+        if (box := _to_image_box(mark, origin, scale, width, height)) is not None
+    ]
+    font_scale = label_font_scale(width, height)
+    sizes = [_label_size(mark.label, font_scale) for mark, _ in inside]
+    labels = place_labels([box for _, box in inside], sizes, (width, height), _busy(canvas))
+    for _, box in inside:
+        cv2.rectangle(
+            canvas, (box.left, box.top), (box.right, box.bottom), _MARK_COLOUR_BGRA, _BOX_THICKNESS
+        )
+    for (mark, _), label in zip(inside, labels, strict=True):
+        if label is not None:
+            _draw_label(canvas, mark.label, label, font_scale)
+    drawn = tuple(
+        DrawnMark(mark.index, mark.target_id, label is not None)
+        for (mark, _), label in zip(inside, labels, strict=True)
+    )
+    return MarkedImage(canvas, drawn, tuple(labels))
+
+
+def _busy(image: Pixels) -> np.ndarray:
+    """Pixels with drawn detail (text, icons, edges): where a label would hide something."""
+    grey = cv2.cvtColor(image, cv2.COLOR_BGRA2GRAY if image.shape[2] == 4 else cv2.COLOR_BGR2GRAY)
+    gradient = cv2.morphologyEx(grey, cv2.MORPH_GRADIENT, np.ones((3, 3), np.uint8))
+    return np.asarray(gradient > _BUSY_CONTRAST)
+
+
+def label_font_scale(width: int, height: int) -> float:
+    """Sized to the output image, so labels stay legible after any downscale."""
+    digit_px = max(_MIN_DIGIT_PX, round(max(width, height) * _DIGIT_PX_PER_1280 / 1280))
+    (_, one_scale_h), _ = cv2.getTextSize("0", _FONT, 1.0, _FONT_THICKNESS)
+    return digit_px / one_scale_h
+
+
+def _label_size(label: str, font_scale: float) -> tuple[int, int]:
+    (text_w, text_h), _ = cv2.getTextSize(label, _FONT, font_scale, _FONT_THICKNESS)
+    # Digits have no descenders: the baseline needs no room.
+    return text_w + 2 * _LABEL_PAD_PX + 2, text_h + 2 * _LABEL_PAD_PX + 2
 
 
 def _to_image_box(
     mark: Mark, origin: tuple[int, int], scale: tuple[float, float], width: int, height: int
-) -> tuple[int, int, int, int] | None:
+) -> Box | None:
     left = round((mark.x - origin[0]) * scale[0])
     top = round((mark.y - origin[1]) * scale[1])
     right = round((mark.x + mark.w - origin[0]) * scale[0]) - 1
     bottom = round((mark.y + mark.h - origin[1]) * scale[1]) - 1
     if right < 0 or bottom < 0 or left >= width or top >= height:
         return None
-    return (
+    return Box(
         min(max(left, 0), width - 1),
         min(max(top, 0), height - 1),
         min(max(right, 0), width - 1),
@@ -128,18 +213,14 @@ def _to_image_box(
     )
 
 
-def _draw_label(canvas: Pixels, label: str, left: int, top: int) -> None:
-    (text_w, text_h), baseline = cv2.getTextSize(label, _FONT, _FONT_SCALE, _FONT_THICKNESS)
-    box_h = text_h + baseline + 2 * _LABEL_PAD_PX
-    # Above the box when there is room, else inside its top edge, so the label never
-    # covers the control's own centre (where an agent would click).
-    label_top = top - box_h if top - box_h >= 0 else top
-    right = min(left + text_w + 2 * _LABEL_PAD_PX, canvas.shape[1] - 1)
-    bottom = min(label_top + box_h, canvas.shape[0] - 1)
-    cv2.rectangle(canvas, (left, label_top), (right, bottom), _MARK_COLOUR_BGRA, cv2.FILLED)
-    origin = (left + _LABEL_PAD_PX, label_top + _LABEL_PAD_PX + text_h)
+def _draw_label(canvas: Pixels, text: str, spot: LabelBox, font_scale: float) -> None:
+    corners = (spot.left, spot.top), (spot.right, spot.bottom)
+    cv2.rectangle(canvas, *corners, _LABEL_FILL_BGRA, cv2.FILLED)
+    cv2.rectangle(canvas, *corners, _LABEL_OUTLINE_BGRA, 1)
+    (_, text_h), _ = cv2.getTextSize(text, _FONT, font_scale, _FONT_THICKNESS)
+    origin = (spot.left + 1 + _LABEL_PAD_PX, spot.top + 1 + _LABEL_PAD_PX + text_h)
     cv2.putText(
-        canvas, label, origin, _FONT, _FONT_SCALE, _LABEL_TEXT_BGRA, _FONT_THICKNESS, cv2.LINE_AA
+        canvas, text, origin, _FONT, font_scale, _LABEL_TEXT_BGRA, _FONT_THICKNESS, cv2.LINE_AA
     )
 
 
@@ -186,6 +267,10 @@ def render_jpeg(
     origin = (0, 0) if region is None else (region.x, region.y)
     visible = [m for m in marks if _overlaps(m, origin, crop_w, crop_h)]
     marked = len(visible) > 0
+    drawn: tuple[DrawnMark, ...] = ()
     if marked:
-        image = draw_marks(image, visible, origin=origin, scale=(out_w / crop_w, out_h / crop_h))
-    return EncodedImage(jpeg=encode(image, quality), width=out_w, height=out_h, marked=marked)
+        scale = (out_w / crop_w, out_h / crop_h)
+        marked_image = mark_image(image, visible, origin=origin, scale=scale)
+        image, drawn = marked_image.pixels, marked_image.drawn
+    jpeg = encode(image, quality)
+    return EncodedImage(jpeg=jpeg, width=out_w, height=out_h, marked=marked, marks=drawn)

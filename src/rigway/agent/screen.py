@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from rigway.agent.backends.base import Desktop, Pixels, Rect
 from rigway.agent.damage_log import DamageLog
 from rigway.agent.desktop_state import read_desktop_state
-from rigway.agent.imaging import EncodedImage, Mark, render_jpeg, scaled_size
+from rigway.agent.imaging import DrawnMark, EncodedImage, Mark, render_jpeg, scaled_size
 from rigway.agent.jpeg_strips import StripEncoder, StripJpeg, strips_touched
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
@@ -81,6 +81,7 @@ class CapturedFrame:
     # (or, for a cached frame, before the grab it came from): "changed since this frame"
     # is `damage_since(damage_mark)`, which may over-report, never under-report.
     damage_mark: int = 0
+    marks: tuple[DrawnMark, ...] = ()
 
     def reply_body(self) -> dict[str, Any]:
         """The `ops.ScreenCaptured` body, built as the dict it dumps to: a model built only
@@ -94,6 +95,9 @@ class CapturedFrame:
             "cached": self.cached,
             "marked": self.marked,
             "damage_mark": self.damage_mark,
+            "marks": [
+                {"index": m.index, "id": m.target_id, "labelled": m.labelled} for m in self.marks
+            ],
         }
 
 
@@ -453,6 +457,7 @@ def _frame(
         cached=cached,
         marked=image.marked,
         damage_mark=damage_mark,
+        marks=image.marks,
     )
 
 

@@ -202,6 +202,14 @@ class ObserveTiming(ApiModel):
     image: bool = True
 
 
+class ObserveMark(ApiModel):
+    """A target drawn on a marked image, numbered as its `text.targets` line."""
+
+    index: int
+    id: str
+    labelled: bool = True
+
+
 class ObserveResult(ApiModel, TargetLookups):
     """Frame, change flag, text and click targets in one round trip.
 
@@ -225,6 +233,9 @@ class ObserveResult(ApiModel, TargetLookups):
     truncated: bool = False
     text: ObserveText | None = None
     marked: bool = False
+    # With mark=1: each drawn target's `index` (the number on the image), `id`, and
+    # `labelled` (false: the screen was too crowded for its label, only its box drawn).
+    marks: list[ObserveMark] = Field(default_factory=list)
     timing: ObserveTiming | None = None
     desktop_state: str | None = None
     frame_id: str | None = None

@@ -111,6 +111,12 @@ class ScreenCapture(_Body):
     mark: bool = False
 
 
+class DrawnMark(_Body):
+    index: int = Field(ge=1)
+    id: str
+    labelled: bool = True
+
+
 class ScreenCaptured(_Body):
     """Reply body; the JPEG bytes ride in the same binary frame."""
 
@@ -124,6 +130,9 @@ class ScreenCaptured(_Body):
     # The host's damage mark when the frame was grabbed: `screen/changed_since` and a
     # batch's `require_unchanged` ask what changed after it. 0 from an older agent.
     damage_mark: int = Field(default=0, ge=0)
+    # What `mark` drew: each target's 1-based index in the walk, and whether its label
+    # found a free spot. Empty from an older agent.
+    marks: list[DrawnMark] = Field(default_factory=list)
 
 
 class ScreenDirty(_Body):

@@ -360,6 +360,16 @@ class ObserveTimingOut(BaseModel):
     image: bool
 
 
+class MarkOut(BaseModel):
+    """One target drawn with mark=1: `index` is the number on the image and of its
+    `text.targets` line; `labelled` is false when the screen was too crowded (or the
+    control too small) for its label, so only its box is drawn."""
+
+    index: int
+    id: str
+    labelled: bool
+
+
 class ObserveOut(BaseModel):
     width: int
     height: int
@@ -375,6 +385,8 @@ class ObserveOut(BaseModel):
     truncated: bool
     text: ObserveTextOut
     marked: bool
+    # The targets mark=1 drew, in index order; empty when nothing was marked.
+    marks: list[MarkOut] = Field(default_factory=list)
     timing: ObserveTimingOut
     # Sampled on the host with the dirty take: input is refused unless "normal".
     desktop_state: DesktopState

@@ -22,6 +22,7 @@ from rigway.gateway.desktop.input_stops import INPUT_STOPS, input_conflict
 from rigway.gateway.desktop.schemas import (
     DirtyOut,
     DirtyTakeOut,
+    MarkOut,
     ObserveOut,
     ObserveTextOut,
     ObserveTimingOut,
@@ -462,6 +463,12 @@ def _summary(
     return f"window {title!r}: {focus}; {len(targets)} targets{more}"
 
 
+def _marks(shot_leg: tuple[Screenshot, float] | None) -> list[MarkOut]:
+    if shot_leg is None or not shot_leg[0].reply.marked:
+        return []
+    return [MarkOut.model_validate(m.model_dump()) for m in shot_leg[0].reply.marks]
+
+
 def _observe_result(
     shot_leg: tuple[Screenshot, float] | None,
     dirty: ops.DirtyRects,
@@ -504,6 +511,7 @@ def _observe_result(
             summary=_summary(snapshot, targets, desktop_state),
         ),
         marked=marked,
+        marks=_marks(shot_leg),
         timing=ObserveTimingOut(
             total_ms=_ms(time.perf_counter() - started),
             screenshot_rtt_ms=_ms(screenshot_s),
