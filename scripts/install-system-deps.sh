@@ -2,14 +2,19 @@
 # Debian packages the test suite needs: the X11 desktop stack (Xvfb, a window manager,
 # AT-SPI, real GTK applications), Debian's Chromium for browser tests, and the mingw-w64
 # cross compilers, whose Windows headers the Windows backend's ABI test compiles its
-# struct, constant, vtable (C) and interface id (C++: constexpr __uuidof) checks against.
+# struct, constant, vtable (C) and interface id (C++: constexpr __uuidof) checks against,
+# and Node with npm for the MCP test that drives `rigway mcp` with the TypeScript SDK.
 set -euo pipefail
 packages=(
   xvfb openbox dbus dbus-x11 at-spi2-core gtk-3-examples zenity xterm
   x11-utils x11-xserver-utils xdotool scrot fonts-dejavu-core
   chromium
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64
+  nodejs
 )
+# Node runs the official TypeScript MCP client in tests/mcp/test_ts_client.py. A Node
+# from NodeSource bundles its own npm (Debian's npm package would conflict with it).
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -9,10 +9,9 @@ from typing import Any
 import httpx2
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 
 from rigway.client import AsyncRigway
-from rigway.mcp._content import Content
 from rigway.mcp.server import LazySession, RigTools
 from tests.client.conftest import API_KEY, BASE_URL, FakeGateway, body_of, ok, session_json
 
@@ -68,12 +67,12 @@ async def tools(gateway: FakeGateway) -> AsyncIterator[RigTools]:
         yield RigTools(LazySession(client, "rig_1"), max_width=960)
 
 
-def text_of(content: Content) -> str:
-    return "\n".join(block.text for block in content if isinstance(block, TextContent))
+def text_of(answer: CallToolResult) -> str:
+    return "\n".join(block.text for block in answer.content if isinstance(block, TextContent))
 
 
-def images_in(content: Content) -> int:
-    return sum(isinstance(block, ImageContent) for block in content)
+def images_in(answer: CallToolResult) -> int:
+    return sum(isinstance(block, ImageContent) for block in answer.content)
 
 
 def sent_events(gateway: FakeGateway) -> Any:
@@ -125,7 +124,7 @@ async def test_observe_false_settles_and_answers_with_text_only(
 
     press = {"type": "key_press", "key": "enter"}
     assert body_of(gateway.last) == {"events": [press], "settle": {}}
-    assert [type(block) for block in content] == [TextContent]
+    assert [type(block) for block in content.content] == [TextContent]
     assert text_of(content) == "pressed enter; the screen settled after 120 ms"
 
 

@@ -6,16 +6,21 @@ server. Targets are numbered from 1, as `click(index=n)` counts them.
 
 from __future__ import annotations
 
-from mcp.types import ImageContent, TextContent
+from mcp.types import CallToolResult, ImageContent, TextContent
 
 from rigway.client import ActResult, ObserveResult, Screenshot
 
+from ._structured import observation_of
+
 __all__ = [
     "Content",
+    "acted_answer",
     "acted_content",
     "image_content",
+    "observe_answer",
     "observe_content",
     "observe_text",
+    "text_answer",
 ]
 
 Content = list[ImageContent | TextContent]
@@ -33,8 +38,8 @@ def observe_text(result: ObserveResult) -> str:
         lines.append(result.text.summary)
     lines.append(
         f"image {result.width}x{result.height} of the {result.native_width}x"
-        f"{result.native_height} desktop; click(x, y) takes pixels of this image, "
-        "click(index=n) the target numbered n below"
+        f"{result.native_height} desktop (scale {result.width / result.native_width:.3g}); "
+        "click(x, y) takes pixels of this image, click(index=n) the target numbered n below"
     )
     lines.extend(result.target_lines())
     return "\n".join(lines)
@@ -60,3 +65,29 @@ def acted_content(done: str, result: ActResult) -> Content:
     if result.observe is None:
         return [TextContent(type="text", text=first_line)]
     return observe_content(result.observe, first_line=first_line)
+
+
+def observe_answer(
+    result: ObserveResult, *, first_line: str | None = None, done: str | None = None
+) -> CallToolResult:
+    """`observe_content` plus the same observation as structured content."""
+    structured = observation_of(result, done=done).model_dump(mode="json")
+    return CallToolResult(
+        content=list(observe_content(result, first_line=first_line)),
+        structured_content=structured,
+    )
+
+
+def acted_answer(done: str, result: ActResult) -> CallToolResult:
+    """`acted_content` plus structured content (`observed: false` without an observe)."""
+    said = done + result.settle_note()
+    structured = observation_of(result.observe, done=said).model_dump(mode="json")
+    return CallToolResult(content=list(acted_content(done, result)), structured_content=structured)
+
+
+def text_answer(text: str) -> CallToolResult:
+    """A tool that acted without observing: its line, and `observed: false`."""
+    structured = observation_of(None, done=text).model_dump(mode="json")
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured
+    )

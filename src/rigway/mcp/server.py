@@ -13,7 +13,10 @@ of each step in the same tool call (`observe=false`: text only); `wait` and `lau
 observe after too. Points given as `x`,`y` are pixels of the latest image this server
 returned (mapped back to native desktop pixels), or native pixels before any image.
 API failures come back as tool errors whose text carries the gateway's code and
-request id, so the model can react.
+request id, so the model can react. The observing tools declare `Observation` as their
+output schema and return it as structured content (targets, geometry, desktop_state)
+beside the image and text; `--tools`/`--exclude-tools` choose which tools are served
+and `--http` off loopback needs a bearer token (`rigway.mcp._http`).
 """
 
 from __future__ import annotations
@@ -21,14 +24,14 @@ from __future__ import annotations
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypeVar
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ImageContent, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, ToolAnnotations
 from pydantic import Field
 
 from rigway import __version__
@@ -46,14 +49,19 @@ from rigway.client import (
     WaitTarget,
 )
 
-from ._content import (
-    Content,
-    acted_content,
-    image_content,
-    observe_content,
-)
+from ._content import acted_answer, image_content, observe_answer, text_answer
+from ._http import serve_http
+from ._structured import Observation
 
-__all__ = ["DEFAULT_MAX_WIDTH", "LazySession", "McpSettings", "RigTools", "build_server", "serve"]
+__all__ = [
+    "DEFAULT_MAX_WIDTH",
+    "TOOL_NAMES",
+    "LazySession",
+    "McpSettings",
+    "RigTools",
+    "build_server",
+    "serve",
+]
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -68,10 +76,28 @@ LAUNCH_WAIT_MS = 5000
 INSTRUCTIONS = (
     "These tools drive one remote desktop (a Rigway rig). Call observe first: it returns "
     "a screenshot and the clickable targets, numbered. Prefer click(index=n) or "
-    "click(target=id or name); x,y are pixels of the latest image. Every acting tool "
-    "returns a fresh screenshot and targets once the screen has settled, so there is no "
-    "need to observe between steps. Call end_session when done (billing stops)."
+    "click(target=id or name). Coordinates: target boxes (x, y, w, h in structured "
+    "content) are native capture pixels of the rig's desktop; the x,y arguments of "
+    "click, scroll and drag are pixels of the latest image, which may be downscaled "
+    "(structured content's geometry.scale = image pixels per native pixel). Every acting "
+    "tool returns a fresh screenshot and targets once the screen has settled, so there is "
+    "no need to observe between steps. Call end_session when done (billing stops)."
 )
+# The tools' names, as `rigway mcp --tools/--exclude-tools` take them.
+TOOL_NAMES = (
+    "observe",
+    "screenshot",
+    "click",
+    "type_text",
+    "key",
+    "scroll",
+    "drag",
+    "wait",
+    "launch",
+    "end_session",
+)
+# An observing tool's answer: image and text, and `Observation` as structured content.
+Answer = Annotated[CallToolResult, Observation]
 
 
 @dataclass(frozen=True)
@@ -86,6 +112,9 @@ class McpSettings:
     transport: Transport = "stdio"
     host: str = "127.0.0.1"
     port: int = 8765
+    # HTTP only: required beyond loopback (the CLI refuses to start without it).
+    auth_token: str | None = None
+    tools: tuple[str, ...] = TOOL_NAMES
 
 
 class LazySession:
@@ -140,8 +169,12 @@ TargetArg = Annotated[
     str | None,
     Field(description="A target id (t_…) or name from the latest observation."),
 ]
-XArg = Annotated[int | None, Field(description="x in pixels of the latest image.")]
-YArg = Annotated[int | None, Field(description="y in pixels of the latest image.")]
+XArg = Annotated[
+    int | None, Field(description="x in pixels of the latest image (not native pixels).")
+]
+YArg = Annotated[
+    int | None, Field(description="y in pixels of the latest image (not native pixels).")
+]
 ObserveArg = Annotated[
     bool,
     Field(
@@ -173,6 +206,8 @@ class RigTools:
         self._max_width = max_width
         # Maps x,y of the image the model last saw back to native pixels.
         self._latest_image: Screenshot | None = None
+        # Whose targets index/target refer to (scroll resolves them here).
+        self._latest: ObserveResult | None = None
 
     async def _run(self, action: Callable[[AsyncSessionHandle], Awaitable[T]]) -> T:
         try:
@@ -184,6 +219,7 @@ class RigTools:
         except SessionEndedError as exc:
             self._session.forget(handle)
             self._latest_image = None
+            self._latest = None
             raise ToolError(f"{exc}; the next tool call starts a new session") from exc
         except (RigwayError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
@@ -194,6 +230,8 @@ class RigTools:
         return self._latest_image.to_native(x, y)
 
     def _seen(self, result: ObserveResult | None) -> None:
+        if result is not None:
+            self._latest = result
         shot = None if result is None else result.screenshot()
         if shot is not None:
             self._latest_image = shot
@@ -208,27 +246,28 @@ class RigTools:
         done: str,
         observe: bool,
         action: Callable[[AsyncSessionHandle, ActOptions], Awaitable[ActResult]],
-    ) -> Content:
+    ) -> CallToolResult:
         options = self._options(observe)
         result = await self._run(lambda handle: action(handle, options))
         self._seen(result.observe)
-        return acted_content(done, result)
+        return acted_answer(done, result)
 
     async def _observe(self, width: int | None, mark: bool = False) -> ObserveResult:
         result = await self._run(lambda handle: handle.observe(max_width=width, mark=mark))
         self._seen(result)
         return result
 
-    async def observe(self, max_width: MaxWidthArg = None, mark: MarkArg = False) -> Content:
+    async def observe(self, max_width: MaxWidthArg = None, mark: MarkArg = False) -> Answer:
         """See the desktop: a screenshot plus the focused window's clickable targets.
 
         Each target line reads `[n] name (role) id=…`; click one with click(index=n),
-        or by its id or name with click(target=…). `mark` draws each target's box and
-        id on the image. `max_width` caps the image's long edge (default set by the
-        server).
+        or by its id or name with click(target=…). Structured content holds the targets
+        (boxes in native pixels), the geometry (geometry.scale = image pixels per native
+        pixel) and desktop_state. `mark` draws each target's box and number on the
+        image. `max_width` caps the image's long edge (default set by the server).
         """
         width = max_width if max_width is not None else self._max_width
-        return observe_content(await self._observe(width, mark))
+        return observe_answer(await self._observe(width, mark))
 
     async def screenshot(self, max_width: MaxWidthArg = None) -> ImageContent:
         """A JPEG of the whole desktop (`max_width` caps its long edge)."""
@@ -246,9 +285,9 @@ class RigTools:
         button: Button = "left",
         double: bool = False,
         observe: ObserveArg = True,
-    ) -> Content:
+    ) -> Answer:
         """Click a target of the latest observation, by its number (index), its id or
-        its name (target), or the point x,y of the latest image."""
+        its name (target), or the point x,y of the latest image (image pixels)."""
         ways = [index is not None, target is not None, x is not None or y is not None]
         if ways.count(True) != 1 or (x is None) != (y is None):
             raise ToolError("give one of: index, target (an id or a name), or both x and y")
@@ -267,20 +306,29 @@ class RigTools:
     async def type_text(
         self,
         text: Annotated[str, Field(description="The text, typed as is.")],
+        index: IndexArg = None,
+        target: TargetArg = None,
         observe: ObserveArg = True,
-    ) -> Content:
-        """Type text into the focused control (any Unicode; not key names)."""
+    ) -> Answer:
+        """Type text (any Unicode; not key names) into the focused control, or into the
+        target given by index or target (id or name), which is clicked first."""
+        if index is not None and target is not None:
+            raise ToolError("give index or target, not both")
+        ref: int | str | None = index if index is not None else target
+        done = f"typed {len(text)} characters"
+        if ref is not None:
+            # The click settles first so the field has focus before the first character.
+            await self._run(lambda handle: handle.click(target=ref, settle=True))
+            done = f"clicked target {ref!r}, then {done}"
         return await self._act(
-            f"typed {len(text)} characters",
-            observe,
-            lambda handle, options: handle.type_text(text, **options),
+            done, observe, lambda handle, options: handle.type_text(text, **options)
         )
 
     async def key(
         self,
         key: Annotated[str, Field(description="A key name or chord such as ctrl+s.")],
         observe: ObserveArg = True,
-    ) -> Content:
+    ) -> Answer:
         """Press a key or chord: enter, tab, escape, backspace, ctrl+s, alt+f4, …"""
         return await self._act(
             f"pressed {key}", observe, lambda handle, options: handle.key(key, **options)
@@ -292,21 +340,39 @@ class RigTools:
         dx: Annotated[int, Field(description="Notches; positive scrolls right.")] = 0,
         x: XArg = None,
         y: YArg = None,
+        index: IndexArg = None,
+        target: TargetArg = None,
         observe: ObserveArg = True,
-    ) -> Content:
-        """Scroll by wheel notches (dy < 0 scrolls down), at x,y of the latest image if given."""
-        if (x is None) != (y is None):
-            raise ToolError("give both x and y, or neither")
+    ) -> Answer:
+        """Scroll by wheel notches (dy < 0 scrolls down) over a target (index, or target:
+        an id or name), over x,y of the latest image (image pixels), or where the
+        pointer is."""
+        ways = [index is not None, target is not None, x is not None or y is not None]
+        if ways.count(True) > 1 or (x is None) != (y is None):
+            raise ToolError("give at most one of: index, target, or both x and y")
+        ref: int | str | None = index if index is not None else target
         px, py = (None, None) if x is None or y is None else self._native(x, y)
+        if ref is not None:
+            px, py = await self._target_center(ref)
         return await self._act(
             f"scrolled dx={dx} dy={dy}",
             observe,
             lambda handle, options: handle.scroll(dx, dy, x=px, y=py, **options),
         )
 
+    async def _target_center(self, ref: int | str) -> tuple[int, int]:
+        """The native centre of target `ref` in the latest observation (else observe)."""
+        latest = self._latest
+        if latest is None or (found := latest.lookup(ref)) is None:
+            latest = await self._observe(self._max_width)
+            found = latest.lookup(ref)
+        if found is None:
+            raise ToolError(f"no target {ref!r} in the latest observation")
+        return found.center
+
     async def drag(
         self, path: PathArg, button: Button = "left", observe: ObserveArg = True
-    ) -> Content:
+    ) -> Answer:
         """Drag with a mouse button held: press at the first point of `path`, move
         through the others, release at the last (sliders, selections, drag and drop)."""
         if any(len(point) != 2 for point in path):
@@ -329,7 +395,7 @@ class RigTools:
         role: Annotated[str | None, Field(description="target: its role.")] = None,
         timeout_ms: Annotated[int, Field(ge=1, le=30000, description="Give up after.")] = 5000,
         observe: ObserveArg = True,
-    ) -> Content:
+    ) -> Answer:
         """Wait on the rig for the screen to change, to go still, or for a control to
         appear in the focused window (until=target with a name and/or role)."""
         wanted = WaitTarget(name=name, role=role) if until == "target" else None
@@ -340,25 +406,29 @@ class RigTools:
         )
         text = result.outcome_line(until, timeout_ms)
         if not observe:
-            return [TextContent(type="text", text=text)]
-        return observe_content(await self._observe(self._max_width), first_line=text)
+            return text_answer(text)
+        return observe_answer(await self._observe(self._max_width), first_line=text, done=text)
 
     async def launch(
         self,
         path: Annotated[str, Field(description="Absolute path, or a name on the rig's PATH.")],
         args: Annotated[list[str] | None, Field(description="Command-line arguments.")] = None,
         observe: ObserveArg = True,
-    ) -> Content:
+    ) -> Answer:
         """Start a program on the rig by absolute path or by name on its PATH."""
         result = await self._run(lambda handle: handle.launch(path, args))
         done = f"launched {path} as pid {result.pid}"
         if not observe:
-            return [TextContent(type="text", text=done)]
+            return text_answer(done)
         # A window takes a moment to appear, then to finish drawing.
         waited = await self._run(lambda h: h.wait_for("change", timeout_ms=LAUNCH_WAIT_MS))
         if waited.met:
             await self._run(lambda h: h.wait_for("quiet", timeout_ms=LAUNCH_WAIT_MS))
-        return observe_content(await self._observe(self._max_width), first_line=done)
+        return observe_answer(await self._observe(self._max_width), first_line=done, done=done)
+
+    def acting(self) -> tuple[Callable[..., Awaitable[CallToolResult]], ...]:
+        """The tools that change the rig and answer with the settled screen."""
+        return (self.click, self.type_text, self.key, self.scroll, self.drag, self.launch)
 
     async def end_session(self) -> str:
         """End the session (billing stops); a later tool call starts a new one."""
@@ -367,6 +437,7 @@ class RigTools:
         except RigwayError as exc:
             raise ToolError(str(exc)) from exc
         self._latest_image = None
+        self._latest = None
         if session is None:
             return "no session was running"
         return (
@@ -375,24 +446,31 @@ class RigTools:
         )
 
 
-def build_server(tools: RigTools) -> MCPServer:
-    """An `MCPServer` exposing `tools`; plain content results (no structured output)."""
+def build_server(tools: RigTools, only: Collection[str] = TOOL_NAMES) -> MCPServer:
+    """An `MCPServer` exposing `tools` (those named in `only`); the observing tools
+    declare `Observation` as their output schema and return it as structured content."""
+    unknown = set(only) - set(TOOL_NAMES)
+    if unknown:
+        raise ValueError(f"unknown tools: {', '.join(sorted(unknown))}")
     # WARNING: at INFO the SDK logs every HTTP request of every tool call to stderr.
     server: MCPServer = MCPServer(
         "rigway", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     looking = ToolAnnotations(read_only_hint=True, open_world_hint=True)
     acting = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=True)
-    server.add_tool(tools.observe, annotations=looking, structured_output=False)
-    server.add_tool(tools.screenshot, annotations=looking, structured_output=False)
-    actions = (tools.click, tools.type_text, tools.key, tools.scroll, tools.drag, tools.launch)
-    for action in actions:
-        server.add_tool(action, annotations=acting, structured_output=False)
     # A wait changes nothing on the rig, but what it sees depends on the world.
     waiting = ToolAnnotations(read_only_hint=True, open_world_hint=True)
-    server.add_tool(tools.wait, annotations=waiting, structured_output=False)
     ending = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
-    server.add_tool(tools.end_session, annotations=ending, structured_output=False)
+    registry: list[tuple[Callable[..., Awaitable[object]], ToolAnnotations, bool | None]] = [
+        (tools.observe, looking, None),
+        (tools.screenshot, looking, False),
+        *((action, acting, None) for action in tools.acting()),
+        (tools.wait, waiting, None),
+        (tools.end_session, ending, False),
+    ]
+    for fn, hints, structured in registry:
+        if fn.__name__ in only:
+            server.add_tool(fn, annotations=hints, structured_output=structured)
     return server
 
 
@@ -414,14 +492,14 @@ async def _run_transport(server: MCPServer, settings: McpSettings) -> None:
     if settings.transport == "stdio":
         await server.run_stdio_async()
     else:
-        await server.run_streamable_http_async(host=settings.host, port=settings.port)
+        await serve_http(server, settings.host, settings.port, settings.auth_token)
 
 
 async def serve(settings: McpSettings) -> None:
     """Run the server until its transport closes or a signal arrives; end the session."""
     async with AsyncRigway(api_key=settings.api_key, base_url=settings.base_url) as client:
         session = LazySession(client, settings.rig_id, settings.idle_timeout_seconds)
-        server = build_server(RigTools(session, settings.max_width))
+        server = build_server(RigTools(session, settings.max_width), only=settings.tools)
         try:
             async with anyio.create_task_group() as group:
                 if sys.platform != "win32":  # no signal receivers there; Ctrl+C unwinds
