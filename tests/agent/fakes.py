@@ -15,6 +15,7 @@ from rigway.agent.backends.base import (
     AccessibleElement,
     Desktop,
     DesktopState,
+    Display,
     MouseButton,
     Pixels,
     Rect,
@@ -140,6 +141,10 @@ class FakeDesktop:
             raise self.state_error
         return self.state
 
+    def displays(self) -> list[Display]:
+        width, height = self.size
+        return [Display(0, 0, width, height, scale=1.0, primary=True)]
+
     def close(self) -> None:
         pass
 
@@ -205,6 +210,9 @@ class RecordingDesktop:
 
     def desktop_state(self) -> DesktopState:
         return self.inner.desktop_state()
+
+    def displays(self) -> list[Display]:
+        return self.inner.displays()
 
     def close(self) -> None:
         self.inner.close()

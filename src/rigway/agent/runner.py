@@ -29,6 +29,7 @@ from rigway.agent.apps import AppTracker, ProcessTracker
 from rigway.agent.backends.base import Desktop, WalkBudget
 from rigway.agent.desktop_state import DEFAULT_SAMPLE_INTERVAL_S, DesktopStateReporter
 from rigway.agent.dispatch import Dispatcher
+from rigway.agent.displays import read_displays
 from rigway.agent.held_input_journal import HeldInputJournal
 from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
@@ -251,10 +252,11 @@ async def build_hello(
 ) -> Hello:
     width, height = native_size
     gateway_host = urlsplit(connect_url(settings.gateway_url)).hostname or ""
-    os_name, gpu, (mac, lan) = await asyncio.gather(
+    os_name, gpu, (mac, lan), displays = await asyncio.gather(
         asyncio.to_thread(detect_os),
         asyncio.to_thread(detect_gpu),
         asyncio.to_thread(detect_network, gateway_host),
+        asyncio.to_thread(read_displays, desktop, native_size),
     )
     return Hello(
         protocol=PROTOCOL_VERSION,
@@ -267,6 +269,7 @@ async def build_hello(
         native_height=height,
         mac=mac,
         lan=lan,
+        displays=displays,
     )
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "AppKillResult",
     "AppLaunchResult",
     "DirtyRects",
+    "Display",
     "EventReceipt",
     "InputEvent",
     "InputEventType",
@@ -81,6 +82,20 @@ __all__ = [
 # --------------------------------------------------------------------------- rigs
 
 
+class Display(ApiModel):
+    """One monitor of a rig, in native capture pixels (the screenshot's full-size space).
+
+    `scale` is the display's DPI scale (1.0 = 96 dpi, 1.5 = 144 dpi); `primary` marks
+    the rig's primary display."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    scale: float = 1.0
+    primary: bool = False
+
+
 class Rig(ApiModel):
     """A remote desktop of the account.
 
@@ -89,7 +104,7 @@ class Rig(ApiModel):
     `desktop_state` (None while offline) is whether the desktop can be driven now:
     `normal`, `locked`, `secure_desktop` (a UAC or sign-in prompt), `screensaver`,
     `no_display` or `unknown`; input is refused (409 `desktop_unavailable`) unless
-    `normal`.
+    `normal`. `displays` are its monitors (`Display`), [] while offline.
     """
 
     id: str
@@ -104,6 +119,7 @@ class Rig(ApiModel):
     last_seen_at: datetime | None = None
     active_session_id: str | None = None
     desktop_state: str | None = None
+    displays: list[Display] = Field(default_factory=list)
 
 
 class WakeResult(ApiModel):
@@ -146,7 +162,7 @@ class Session(ApiModel):
     `unpaired`. `billed_minutes` counts whole wall-clock minutes, rounded up.
     `capture_mode` is `dxgi`, `x11-damage`, `gdi`, `sim`, … `desktop_state` is the rig's
     (see `Rig.desktop_state`) while the session is active and its host connected, else
-    None.
+    None; `displays` likewise (see `Rig.displays`), else [].
     """
 
     session_id: str
@@ -165,6 +181,7 @@ class Session(ApiModel):
     native_width: int | None = None
     native_height: int | None = None
     desktop_state: str | None = None
+    displays: list[Display] = Field(default_factory=list)
 
     @property
     def id(self) -> str:

@@ -85,6 +85,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         active_session_for=lambda rig_id: getattr(sessions.live.for_rig(rig_id), "id", None),
         pairing_code_ttl_s=settings.pairing_code_ttl_s,
         desktop_state_of=registry.desktop_state,
+        displays_of=registry.displays,
     )
     api_keys = ApiKeyAuthenticator(db, clock)
     rate_limits = RateLimits(

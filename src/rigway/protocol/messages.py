@@ -28,6 +28,20 @@ class _Message(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+MAX_DISPLAYS = 16
+
+
+class DisplayInfo(_Message):
+    """One monitor, in native capture pixels; `scale` is its DPI scale (1.0 = 96 dpi)."""
+
+    x: int = Field(ge=-65535, le=65535)
+    y: int = Field(ge=-65535, le=65535)
+    width: int = Field(ge=1, le=65535)
+    height: int = Field(ge=1, le=65535)
+    scale: float = Field(default=1.0, gt=0, le=16, allow_inf_nan=False)
+    primary: bool = False
+
+
 class Hello(_Message):
     t: Literal["hello"] = "hello"
     protocol: int
@@ -48,6 +62,8 @@ class Hello(_Message):
     # The desktop's state at connect; later changes come as `desktop/state` notes.
     # None from an agent that does not report it.
     desktop_state: DesktopState | None = None
+    # The monitors at connect; empty from an agent that does not report them.
+    displays: list[DisplayInfo] = Field(default_factory=list, max_length=MAX_DISPLAYS)
 
 
 class Welcome(_Message):

@@ -17,6 +17,7 @@ from rigway.agent.backends.base import Desktop, Rect
 from rigway.agent.backends.windows.capture import open_screen_over
 from rigway.agent.backends.windows.desktop import WindowsDesktop
 from rigway.agent.backends.windows.desktop_state import WindowsDesktopState
+from rigway.agent.backends.windows.displays import MonitorRecord
 from rigway.agent.backends.windows.geometry import OutputPlacement, VirtualDesk
 from rigway.agent.backends.windows.input import WindowsInput
 from rigway.agent.backends.windows.jobs import JobAppTracker
@@ -32,6 +33,16 @@ OUTPUT = OutputPlacement(left=-1280, top=0, width=1280, height=800)
 VIRTUAL_DESK = VirtualDesk(x=-1280, y=0, width=1280 + 1920, height=1080)
 APP = "C:\\apps\\tool.exe"
 CHANGE = Rect(100, 100, 50, 40)
+
+
+class FakeDisplays:
+    """The captured output at 150 % and the primary beside it, at 100 %."""
+
+    def monitors(self) -> list[MonitorRecord]:
+        return [
+            MonitorRecord(OUTPUT.left, 0, 0, OUTPUT.height, dpi=144, primary=False),
+            MonitorRecord(0, 0, 1920, 1080, dpi=96, primary=True),
+        ]
 
 
 class WindowsFakeRig:
@@ -54,6 +65,7 @@ class WindowsFakeRig:
             ),
             windows=TopLevelWindows(FakeWindowPort(self.machine), self.tracker.guard_context),
             state=WindowsDesktopState(self.state_port),
+            displays=FakeDisplays(),
         )
         self._hwnds = itertools.count(0x10010, 4)
         self._colours = itertools.cycle(((0, 0, 255, 255), (0, 255, 0, 255)))

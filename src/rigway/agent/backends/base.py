@@ -45,6 +45,21 @@ class Rect:
 
 
 @dataclass(frozen=True, slots=True)
+class Display:
+    """One monitor, in native capture pixels (the space of `grab`), origin top-left.
+
+    `scale` is the display's DPI scale (1.0 = 96 dpi, 1.5 = 144 dpi); `primary` marks the
+    platform's primary display (at most one)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    scale: float = 1.0
+    primary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class AccessibleElement:
     """One interactive control of the focused window, in native screen pixels.
 
@@ -156,6 +171,13 @@ class Desktop(Protocol):
         (well under a millisecond where the platform allows): the agent calls it before
         every input batch, with every dirty take (so every observe) and about once a
         second while connected. Never raises: "unknown" when it cannot tell."""
+        ...
+
+    def displays(self) -> list[Display]:
+        """The monitors that make up the capture, in native capture pixels.
+
+        Called rarely (at connect), from any worker thread. Never raises: when the
+        platform cannot tell, one display covering the whole capture, scale 1.0, primary."""
         ...
 
     def close(self) -> None: ...

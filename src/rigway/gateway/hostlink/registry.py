@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from rigway.gateway.hostlink.connection import HostConnection
+from rigway.protocol.messages import DisplayInfo
 from rigway.protocol.ops import DesktopState
 
 REPLACED_CLOSE_CODE = 4409
@@ -33,6 +34,11 @@ class HostRegistry:
         """The connected host's latest desktop state; None while the rig is offline."""
         connection = self.get(rig_id)
         return None if connection is None else connection.desktop_state
+
+    def displays(self, rig_id: str) -> list[DisplayInfo]:
+        """The connected host's monitors (as its hello told them); [] while offline."""
+        connection = self.get(rig_id)
+        return [] if connection is None else list(connection.hello.displays)
 
     async def wait_online(self, rig_id: str) -> None:
         while self.get(rig_id) is None:

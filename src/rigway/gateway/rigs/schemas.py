@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigway.gateway.validation import StoredText
+from rigway.protocol.messages import DisplayInfo
 from rigway.protocol.ops import DesktopState
+
+
+class DisplayOut(BaseModel):
+    """One monitor, in native capture pixels; `scale` is its DPI scale (1.0 = 96 dpi)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    scale: float
+    primary: bool
+
+
+def displays_out(displays: Sequence[DisplayInfo]) -> list[DisplayOut]:
+    return [DisplayOut.model_validate(display.model_dump()) for display in displays]
 
 
 class RigOut(BaseModel):
@@ -24,6 +41,8 @@ class RigOut(BaseModel):
     active_session_id: str | None
     # Whether the desktop can be driven now, as its host last said; None while offline.
     desktop_state: DesktopState | None
+    # The monitors, as the host told them at connect; [] while offline.
+    displays: list[DisplayOut] = Field(default_factory=list)
 
 
 class RigListOut(BaseModel):

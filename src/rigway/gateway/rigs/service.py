@@ -6,7 +6,7 @@ import builtins
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
@@ -17,8 +17,9 @@ from rigway.gateway.db.models import PairingCode, Rig
 from rigway.gateway.errors import InvalidRequest, rig_not_found
 from rigway.gateway.ids import new_id
 from rigway.gateway.rigs import repository
-from rigway.gateway.rigs.schemas import PairingCodeOut, PairOut, RigOut
+from rigway.gateway.rigs.schemas import PairingCodeOut, PairOut, RigOut, displays_out
 from rigway.protocol import Hello
+from rigway.protocol.messages import DisplayInfo
 from rigway.protocol.ops import DesktopState
 
 # Pairing codes are typed by people: no 0/O or 1/I/L.
@@ -44,12 +45,14 @@ class RigService:
         active_session_for: Callable[[str], str | None],
         pairing_code_ttl_s: float,
         desktop_state_of: Callable[[str], DesktopState | None],
+        displays_of: Callable[[str], Sequence[DisplayInfo]] = lambda _rig_id: [],
     ) -> None:
         self._sessions = sessions
         self._clock = clock
         self._is_online = is_online
         self._active_session_for = active_session_for
         self._desktop_state_of = desktop_state_of
+        self._displays_of = displays_of
         self._pairing_code_ttl_s = pairing_code_ttl_s
 
     def view(self, rig: Rig) -> RigOut:
@@ -66,6 +69,7 @@ class RigService:
             last_seen_at=rig.last_seen_at,
             active_session_id=self._active_session_for(rig.id),
             desktop_state=self._desktop_state_of(rig.id),
+            displays=displays_out(self._displays_of(rig.id)),
         )
 
     async def list(self, account_id: str) -> list[RigOut]:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
+from rigway.gateway.rigs.schemas import DisplayOut
 from rigway.protocol.ops import DesktopState
 
 SessionMode = Literal["desktop", "app"]
@@ -65,6 +66,8 @@ class SessionOut(BaseModel):
     native_height: int | None
     # The rig's desktop now, while active and its host is connected; else None.
     desktop_state: DesktopState | None
+    # The rig's monitors, while active and its host is connected; else [].
+    displays: list[DisplayOut] = Field(default_factory=list)
 
 
 class SessionListOut(BaseModel):

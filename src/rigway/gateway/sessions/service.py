@@ -39,6 +39,7 @@ from rigway.gateway.hostlink.connection import (
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.ids import new_id
 from rigway.gateway.rigs import repository as rigs_repository
+from rigway.gateway.rigs.schemas import displays_out
 from rigway.gateway.sessions import repository
 from rigway.gateway.sessions.live import LiveSession, LiveSessions, billed_minutes
 from rigway.gateway.sessions.schemas import CreateSessionIn, SessionOut
@@ -96,6 +97,7 @@ class SessionService:
             native_width=row.native_width,
             native_height=row.native_height,
             desktop_state=None if live is None else self._registry.desktop_state(row.rig_id),
+            displays=[] if live is None else displays_out(self._registry.displays(row.rig_id)),
         )
 
     async def get(self, account_id: str, session_id: str) -> SessionOut:

@@ -22,6 +22,7 @@ from rigway.agent.backends.base import (
     AccessibilitySnapshot,
     AccessibleElement,
     DesktopState,
+    Display,
     MouseButton,
     Pixels,
     Rect,
@@ -163,6 +164,10 @@ class SimDesktop:
     def desktop_state(self) -> DesktopState:
         with self._lock:
             return self._desktop_state
+
+    def displays(self) -> list[Display]:
+        # One 96-dpi monitor, the whole canvas.
+        return [Display(0, 0, self._width, self._height, scale=1.0, primary=True)]
 
     def close(self) -> None:
         """Nothing to release: the sim holds no OS resources."""

@@ -27,6 +27,7 @@ from rigway.agent.backends.windows import _com  # noqa: E402
 from rigway.agent.backends.windows._bootstrap import prepare_process  # noqa: E402
 from rigway.agent.backends.windows._capture_open import open_screen  # noqa: E402
 from rigway.agent.backends.windows._desktop_state import open_desktop_state  # noqa: E402
+from rigway.agent.backends.windows._displays import Win32Displays  # noqa: E402
 from rigway.agent.backends.windows._jobs import open_job_tracker  # noqa: E402
 from rigway.agent.backends.windows._sendinput import SendInputPort  # noqa: E402
 from rigway.agent.backends.windows._toplevel import open_top_level_windows  # noqa: E402
@@ -73,4 +74,5 @@ def open_desktop() -> WindowsDesktop:
         accessibility=accessibility,
         windows=open_top_level_windows(open_app_tracker().guard_context),
         state=open_desktop_state(),
+        displays=Win32Displays(),
     )

@@ -49,6 +49,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "toplevel",
     "desktop_state",
     "notify_icon",
+    "displays",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]

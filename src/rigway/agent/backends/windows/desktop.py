@@ -14,16 +14,21 @@ and duplication are made on the thread that opens the desktop, not the screen wo
 
 from __future__ import annotations
 
+import logging
+
 from rigway.agent.backends.base import (
     AccessibilitySnapshot,
     DesktopState,
+    Display,
     MouseButton,
     Pixels,
     Rect,
     WalkBudget,
 )
+from rigway.agent.backends.windows.displays import to_displays, whole_capture
 from rigway.agent.backends.windows.roles import (
     AccessibilityRole,
+    DisplaysRole,
     InputRole,
     ScreenRole,
     StateRole,
@@ -31,6 +36,8 @@ from rigway.agent.backends.windows.roles import (
 )
 
 __all__ = ["WindowsDesktop"]
+
+_log = logging.getLogger(__name__)
 
 
 class WindowsDesktop:
@@ -44,12 +51,15 @@ class WindowsDesktop:
         accessibility: AccessibilityRole,
         windows: WindowsRole,
         state: StateRole,
+        displays: DisplaysRole | None = None,
     ) -> None:
+        """`displays`: None reports one display covering the capture."""
         self._screen = screen
         self._input = input
         self._accessibility = accessibility
         self._windows = windows
         self._state = state
+        self._displays = displays
 
     @property
     def capture_mode(self) -> str:
@@ -102,6 +112,17 @@ class WindowsDesktop:
 
     def desktop_state(self) -> DesktopState:
         return self._state.desktop_state()
+
+    def displays(self) -> list[Display]:
+        placement = self._screen.placement()
+        if self._displays is None:
+            return [whole_capture(placement)]
+        try:
+            records = self._displays.monitors()
+        except Exception:  # the contract: never raises; the capture stands in
+            _log.exception("listing the monitors failed")
+            records = []
+        return to_displays(records, placement)
 
     def note_display_power(self, is_on: bool) -> None:
         """For the tray's window, which Windows tells when the display goes off or on."""

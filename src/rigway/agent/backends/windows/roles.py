@@ -22,9 +22,17 @@ from rigway.agent.backends.base import (
     Rect,
     WalkBudget,
 )
+from rigway.agent.backends.windows.displays import MonitorRecord
 from rigway.agent.backends.windows.geometry import OutputPlacement
 
-__all__ = ["AccessibilityRole", "InputRole", "ScreenRole", "StateRole", "WindowsRole"]
+__all__ = [
+    "AccessibilityRole",
+    "DisplaysRole",
+    "InputRole",
+    "ScreenRole",
+    "StateRole",
+    "WindowsRole",
+]
 
 
 class ScreenRole(Protocol):
@@ -97,3 +105,11 @@ class StateRole(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class DisplaysRole(Protocol):
+    """The desktop's monitors as Windows reports them, on the virtual screen."""
+
+    def monitors(self) -> list[MonitorRecord]:
+        """Read afresh on each call; [] when Windows cannot list them."""
+        ...

@@ -20,6 +20,7 @@ import xcffib.xproto
 from rigway.agent.backends.base import (
     AccessibilitySnapshot,
     DesktopState,
+    Display,
     MouseButton,
     Pixels,
     Rect,
@@ -29,6 +30,7 @@ from rigway.agent.backends.x11.accessibility import X11Accessibility
 from rigway.agent.backends.x11.capture import ScreenCapture
 from rigway.agent.backends.x11.damage import DamageTracker
 from rigway.agent.backends.x11.desktop_state import X11DesktopState
+from rigway.agent.backends.x11.displays import read_displays
 from rigway.agent.backends.x11.errors import X11UnavailableError
 from rigway.agent.backends.x11.input import PER_KEY_S, SETTLE_S, X11Input
 from rigway.agent.backends.x11.windows import X11Windows
@@ -143,6 +145,14 @@ class X11Desktop:
     def desktop_state(self) -> DesktopState:
         """A session lock, else the X screen saver (`desktop_state.py`); any thread."""
         return self._state.read()
+
+    def displays(self) -> list[Display]:
+        """RandR's monitors (`displays.py`), on a connection of its own; any thread."""
+        found = read_displays(self.display_name)
+        if found:
+            return found
+        width, height = self._size
+        return [Display(0, 0, width, height, scale=1.0, primary=True)]
 
     def close(self) -> None:
         """Release every connection and unbind the spare keycodes; safe to call twice."""
