@@ -22,6 +22,8 @@ from bench.x11_gateway import Session
 
 QUIET_MS = 100
 SETTLE = {"quiet_ms": QUIET_MS, "timeout_ms": 2000}
+SHORT_QUIET_MS = 50  # three frames of a 60 Hz toolkit's animation
+SHORT_SETTLE = {"quiet_ms": SHORT_QUIET_MS, "timeout_ms": 2000}
 DEMO_SLEEP_S = 2.0
 E2B_SLEEP_S = 1.0
 RECHECK_S = 0.5
