@@ -144,6 +144,7 @@ class Dispatcher:
             ops.SESSION_END: self._session_end,
             ops.SCREEN_DIRTY: self._screen_dirty,
             ops.SCREEN_DIRTY_RETURN: self._screen_dirty_return,
+            ops.SCREEN_CHANGED_SINCE: self._screen_changed_since,
             ops.A11Y_TARGETS: self._a11y_targets,
             ops.SCREEN_WAIT: self._screen_wait,
             ops.INPUT_BATCH: self._input_batch,
@@ -388,6 +389,19 @@ class Dispatcher:
         await self._screen.return_dirty([Rect(*rect) for rect in request.rects])
         return {}, None
 
+    async def _screen_changed_since(self, body: dict[str, Any]) -> Reply:
+        request = _parse(ops.ChangedSince, body)
+        self._require_session(request.session_id)
+        # The mark first: damage landing between the two reads is reported again later.
+        mark = await self._screen.damage_mark()
+        rects = await self._screen.damage_since(request.damage_mark)
+        if rects is None:
+            return ops.ScreenChanged(known=False, damage_mark=mark).model_dump(), None
+        listed = [rect.as_list() for rect in rects if rect.w > 0 and rect.h > 0]
+        if len(listed) > ops.MAX_DIRTY_RECTS:
+            listed = [_bounding_box(listed)]
+        return ops.ScreenChanged(known=True, damage_mark=mark, rects=listed).model_dump(), None
+
     async def _a11y_targets(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.A11yTargets, body)
         self._require_session(request.session_id)
@@ -543,3 +557,11 @@ def _deliverer(responder: Responder | None) -> Callable[[CapturedFrame], None] |
 def _answer_with_frame(responder: Responder, frame: CapturedFrame) -> None:
     # Runs on the screen worker, right after the encode.
     responder.answer(frame.reply_body(), frame.jpeg)
+
+
+def _bounding_box(rects: list[tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
+    left = min(x for x, _, _, _ in rects)
+    top = min(y for _, y, _, _ in rects)
+    right = max(x + w for x, _, w, _ in rects)
+    bottom = max(y + h for _, y, _, h in rects)
+    return (left, top, right - left, bottom - top)

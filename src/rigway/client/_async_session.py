@@ -107,11 +107,15 @@ class AsyncSessionHandle(SessionState):
         region: ops.RegionLike | None = None,
         mark: bool = False,
         image: bool = True,
+        since: str | None = None,
     ) -> ObserveResult:
         """Frame, change flag, window text and click targets in one round trip.
 
         `mark=True` draws each target's box and id on the image; `image=False` skips the
         JPEG. Consumes the dirty take like `dirty()`. Remembers the targets for `click`.
+        `since=<frame_id>` (an earlier observe's or screenshot's): the image shows only
+        `changed_region` (None: nothing changed, no image) and `targets_diff` replaces
+        `targets`, applied here to the targets remembered for `click`.
         """
         result = await self._client._request(
             ops.observe(
@@ -121,9 +125,10 @@ class AsyncSessionHandle(SessionState):
                 region=region,
                 mark=mark,
                 image=image,
+                since=since,
             )
         )
-        self._remember_targets(result.targets)
+        self._remember_observe(result)
         return result
 
     async def dirty(self) -> DirtyRects:

@@ -222,6 +222,9 @@ def screenshot(
 def _decode_observe(response: httpx2.Response, region: Region | None) -> ObserveResult:
     result = _core.decode_model(response, ObserveResult)
     result._region = region
+    if result.changed_region is not None:
+        # A delta's image shows only the region that changed: points map through it.
+        result._region = Region(*result.changed_region)
     return result
 
 
@@ -240,11 +243,13 @@ def observe(
     region: RegionLike | None,
     mark: bool,
     image: bool,
+    since: str | None = None,
 ) -> Operation[ObserveResult]:
-    """GET /v1/sessions/{id}/observe; `mark`/`image` are sent only when not the default."""
+    """GET /v1/sessions/{id}/observe; `mark`/`image` are sent only when not the default,
+    `since` (a frame id) only when given."""
     area = as_region(region)
     params = _screen_query(max_width, quality, area)
-    params.update(query(mark=True if mark else None, image=None if image else False))
+    params.update(query(mark=True if mark else None, image=None if image else False, since=since))
     return Operation(
         "GET",
         session_path(session_id, "/observe"),

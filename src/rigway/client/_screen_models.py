@@ -210,6 +210,15 @@ class ObserveMark(ApiModel):
     labelled: bool = True
 
 
+class TargetsDiff(ApiModel):
+    """With `observe(since=…)`: the targets against those shown with that frame, by id:
+    `added` and `changed` in full, `removed` as ids."""
+
+    added: list[Target] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    changed: list[Target] = Field(default_factory=list)
+
+
 class ObserveResult(ApiModel, TargetLookups):
     """Frame, change flag, text and click targets in one round trip.
 
@@ -239,6 +248,10 @@ class ObserveResult(ApiModel, TargetLookups):
     timing: ObserveTiming | None = None
     desktop_state: str | None = None
     frame_id: str | None = None
+    # Only with `since`: the native x, y, w, h the image shows (None: nothing changed,
+    # no image), and `targets_diff` in place of `targets` (then empty).
+    changed_region: tuple[int, int, int, int] | None = None
+    targets_diff: TargetsDiff | None = None
 
     # The native region the caller asked for; the response does not echo it, so the SDK
     # records it to map image pixels back to native ones.

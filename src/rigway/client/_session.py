@@ -104,6 +104,19 @@ class SessionState:
     def _remember_targets(self, targets: list[Target]) -> None:
         self._latest = list(targets)
 
+    def _remember_observe(self, result: ObserveResult) -> None:
+        diff = result.targets_diff
+        if diff is None:
+            self._remember_targets(result.targets)
+            return
+        # A delta: the remembered targets (those shown with the since frame, as a rule)
+        # take the changes in place, so the indexes already given stay valid.
+        gone = set(diff.removed)
+        latest = {t.id: t for t in diff.changed}
+        kept = [latest.get(t.id, t) for t in self._latest if t.id not in gone]
+        known = {t.id for t in kept}
+        self._latest = kept + [t for t in diff.added if t.id not in known]
+
     def _remember_act(self, result: ActResult) -> ActResult:
         if result.observe is not None:
             self._remember_targets(result.observe.targets)
@@ -202,11 +215,15 @@ class SessionHandle(SessionState):
         region: ops.RegionLike | None = None,
         mark: bool = False,
         image: bool = True,
+        since: str | None = None,
     ) -> ObserveResult:
         """Frame, change flag, window text and click targets in one round trip.
 
         `mark=True` draws each target's box and id on the image; `image=False` skips the
         JPEG. Consumes the dirty take like `dirty()`. Remembers the targets for `click`.
+        `since=<frame_id>` (an earlier observe's or screenshot's): the image shows only
+        `changed_region` (None: nothing changed, no image) and `targets_diff` replaces
+        `targets`, applied here to the targets remembered for `click`.
         """
         result = self._client._request(
             ops.observe(
@@ -216,9 +233,10 @@ class SessionHandle(SessionState):
                 region=region,
                 mark=mark,
                 image=image,
+                since=since,
             )
         )
-        self._remember_targets(result.targets)
+        self._remember_observe(result)
         return result
 
     def dirty(self) -> DirtyRects:

@@ -18,6 +18,7 @@ SCREEN_CAPTURE = "screen/capture"
 SCREEN_DIRTY = "screen/dirty"
 SCREEN_DIRTY_RETURN = "screen/dirty_return"
 SCREEN_WAIT = "screen/wait"
+SCREEN_CHANGED_SINCE = "screen/changed_since"
 A11Y_TARGETS = "a11y/targets"
 INPUT_BATCH = "input/batch"
 APP_LAUNCH = "app/launch"
@@ -148,6 +149,26 @@ class DirtyRects(_Body):
     # Sampled with the take, so an observe reports it fresh; None from an agent that
     # predates the field (the gateway then uses the state last noted).
     desktop_state: DesktopState | None = None
+
+
+class ChangedSince(_Body):
+    """What changed on the screen after a damage mark (a frame's `damage_mark`)."""
+
+    session_id: str
+    damage_mark: int = Field(ge=0)
+
+
+class ScreenChanged(_Body):
+    """`known: false` when the host cannot tell (no damage on its backend, or the mark
+    is older than its log reaches): then treat everything as changed. `damage_mark` is
+    the host's mark taken before the answer was read, so a later ask from it may
+    over-report, never under-report. Past MAX_DIRTY_RECTS the rects are one bounding box."""
+
+    known: bool
+    damage_mark: int = Field(ge=0)
+    rects: list[tuple[Coordinate, Coordinate, Extent, Extent]] = Field(
+        default_factory=list, max_length=MAX_DIRTY_RECTS
+    )
 
 
 class DirtyReturn(_Body):

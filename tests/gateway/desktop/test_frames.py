@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from rigway.gateway.desktop.frames import Frame, FrameRegistry
+from rigway.gateway.desktop.delta import changed_region, target_digests, targets_diff
+from rigway.gateway.desktop.frames import MAX_FRAME_TARGETS, Frame, FrameRegistry
+from rigway.gateway.desktop.schemas import TargetOut
+from rigway.protocol import ops
 
 WHOLE_DESKTOP = (0, 0, 1920, 1080)
 
@@ -178,3 +181,82 @@ def test_a_point_off_the_image_is_clamped_into_the_region(
 ) -> None:
     frame = _remember(FrameRegistry(), region=(400, 300, 100, 50), image=(100, 50))
     assert frame.to_native(*point) == native
+
+
+# ---- what `observe?since=` keeps with a frame ------------------------------------------
+
+
+def _target(target_id: str, *, focused: bool = False) -> TargetOut:
+    return TargetOut(
+        id=target_id,
+        x=1,
+        y=2,
+        w=30,
+        h=20,
+        role="button",
+        name="OK",
+        source="uia",
+        focused=focused,
+        masked=False,
+        value=None,
+    )
+
+
+def test_an_updated_frame_keeps_its_id_and_image_with_the_new_scope_and_mark() -> None:
+    frames = FrameRegistry()
+    frame = _remember(frames, region=(10, 20, 30, 40), image=(30, 40), damage_mark=3)
+    updated = frames.update("ses_a", frame, damage_mark=9, scope=WHOLE_DESKTOP)
+    kept = frames.get("ses_a", frame.frame_id)
+    assert kept == updated
+    assert (kept.region, kept.image_width, kept.damage_mark) == ((10, 20, 30, 40), 30, 9)
+    assert (kept.covers, frame.covers) == (WHOLE_DESKTOP, (10, 20, 30, 40))
+
+
+def test_a_frame_shown_with_too_many_targets_keeps_none() -> None:
+    frames = FrameRegistry()
+    many = tuple((f"t_{i}", i) for i in range(MAX_FRAME_TARGETS + 1))
+    updated = frames.update("ses_a", _remember(frames), targets=many)
+    assert updated.targets is None
+    assert frames.update("ses_a", updated, targets=many[:2]).targets == many[:2]
+
+
+def test_an_update_of_a_forgotten_frame_brings_nothing_back() -> None:
+    frames = FrameRegistry()
+    frame = _remember(frames)
+    frames.forget_session("ses_a")
+    frames.update("ses_a", frame, damage_mark=5)
+    assert frames.get("ses_a", frame.frame_id) is None
+
+
+def test_the_diff_sorts_targets_into_added_removed_and_changed() -> None:
+    shown = target_digests([_target("t_keep"), _target("t_gone"), _target("t_edit")])
+    now = [_target("t_keep"), _target("t_edit", focused=True), _target("t_new")]
+    diff = targets_diff(shown, now)
+    assert [t.id for t in diff.added] == ["t_new"]
+    assert diff.removed == ["t_gone"]
+    assert [t.id for t in diff.changed] == ["t_edit"]
+
+
+def test_a_frame_shown_without_targets_makes_every_target_added() -> None:
+    now = [_target("t_a"), _target("t_b")]
+    diff = targets_diff(None, now)
+    assert (diff.added, diff.removed, diff.changed) == (now, [], [])
+
+
+def _changed(*rects: tuple[int, int, int, int], known: bool = True) -> ops.ScreenChanged:
+    return ops.ScreenChanged(known=known, damage_mark=1, rects=list(rects))
+
+
+def test_the_changed_region_is_the_bounding_box_clipped_to_the_scope() -> None:
+    scope = (100, 100, 200, 200)
+    changed = _changed((90, 150, 20, 10), (250, 280, 100, 100), (0, 0, 50, 50))
+    assert changed_region(changed, scope) == (100, 150, 200, 150)
+
+
+def test_damage_outside_the_scope_is_no_change() -> None:
+    assert changed_region(_changed((0, 0, 50, 50)), (100, 100, 200, 200)) is None
+    assert changed_region(_changed(), WHOLE_DESKTOP) is None
+
+
+def test_damage_that_cannot_be_told_is_the_whole_scope() -> None:
+    assert changed_region(_changed(known=False), (5, 6, 7, 8)) == (5, 6, 7, 8)

@@ -6,16 +6,29 @@ may give its points in a frame's image pixels (mapped here to native pixels) and
 that nothing near them changed since (the damage mark). The gateway keeps the last
 `per_session` frames of each session in memory; an older or unknown id is gone, and a
 caller asks for a fresh frame.
+
+An observe's frame also keeps what `observe?since=` needs to answer with only what
+changed: the targets shown with it (each id with a digest of its public fields, so a
+frame costs a few bytes per target, never the targets themselves) and its `scope`, the
+native area the caller's picture covers (a delta's image shows only part of it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
 
 # The contract promises at least 16 frames per session; twice that costs little.
 DEFAULT_FRAMES_PER_SESSION = 32
+# Past this many targets a frame keeps none (a delta then lists all as added): bounds a
+# session's frames to 32 * 2000 small pairs whatever a host sends.
+MAX_FRAME_TARGETS = 2000
+
+Region = tuple[int, int, int, int]
+# (target id, digest of its public fields): enough to tell added, removed and changed.
+TargetDigests = tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +38,13 @@ class Frame:
     image_width: int
     image_height: int
     damage_mark: int  # ScreenCaptured.damage_mark of the host
+    # The native area the caller's picture covers: `region` unless a delta showed part.
+    scope: Region | None = None
+    targets: TargetDigests | None = None  # None: not shown with targets (a screenshot)
+
+    @property
+    def covers(self) -> Region:
+        return self.region if self.scope is None else self.scope
 
     def to_native(self, x: int, y: int) -> tuple[int, int]:
         """An image pixel to native pixels: `region origin + point * native / image`,
@@ -86,6 +106,29 @@ class FrameRegistry:
         if frame is not None:
             frames.move_to_end(frame_id)  # in use: keep it over frames nobody refers to
         return frame
+
+    def update(
+        self,
+        session_id: str,
+        frame: Frame,
+        *,
+        damage_mark: int | None = None,
+        scope: Region | None = None,
+        targets: TargetDigests | None = None,
+    ) -> Frame:
+        """The frame under the same id with what an observe learnt besides its image
+        (kept only while the frame is; too many targets are not kept)."""
+        kept = targets if targets is None or len(targets) <= MAX_FRAME_TARGETS else None
+        updated = dataclasses.replace(
+            frame,
+            damage_mark=frame.damage_mark if damage_mark is None else damage_mark,
+            scope=frame.scope if scope is None else scope,
+            targets=kept,
+        )
+        frames = self._sessions.get(session_id)
+        if frames is not None and frame.frame_id in frames:
+            frames[frame.frame_id] = updated
+        return updated
 
     def forget_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)

@@ -12,6 +12,7 @@ from pydantic import BeforeValidator
 from rigway.gateway.auth.api_keys import ApiPrincipal
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.desktop import input_batch
+from rigway.gateway.desktop.delta import observe_since
 from rigway.gateway.desktop.schemas import (
     DECIMAL_DIGITS,
     DEFAULT_QUALITY,
@@ -48,6 +49,8 @@ def _decimal_digits(value: object) -> object:
 DIGITS_ONLY = BeforeValidator(_decimal_digits)
 
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
+# Observe's 409 is frame_expired (a `since` no longer kept).
+_OBSERVE_ERRORS = error_responses(401, 403, 404, 409, 410, 429, 502, 504)
 # 409 desktop_unavailable (the desktop is locked, …), frame_expired, stale_frame,
 # target_gone, expectation_failed: the last three with more than `error`.
 _INPUT_ERRORS = input_error_responses(InputConflictOut, 401, 403, 404, 410, 429, 502, 504)
@@ -158,7 +161,7 @@ async def dirty(request: Request, session_id: str, caller: ApiCaller) -> DirtyOu
 
 
 @router.get(
-    "/v1/sessions/{session_id}/observe", response_model=ObserveOut, responses=_SCREEN_ERRORS
+    "/v1/sessions/{session_id}/observe", response_model=ObserveOut, responses=_OBSERVE_ERRORS
 )
 async def observe(
     request: Request,
@@ -167,12 +170,23 @@ async def observe(
     screen: Screen,
     mark: Annotated[int, Query(ge=0, le=1), DIGITS_ONLY] = 0,
     image: Annotated[int, Query(ge=0, le=1), DIGITS_ONLY] = 1,
+    since: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
 ) -> Response:
+    """With `since` (a frame id this session was shown): the image shows only the region
+    that changed since that frame (`changed_region`; null and no image when nothing did)
+    and `targets_diff` replaces `targets`. An unknown frame is 409 frame_expired."""
     live = await _live(request, session_id, caller, "sessions")
-    result = await services_of(request).desktop.observe(
-        live, screen, image=image == 1, mark=mark == 1 and image == 1
-    )
-    exclude = None if image == 1 else {"jpeg_base64"}
+    desktop = services_of(request).desktop
+    marked = mark == 1 and image == 1
+    exclude: set[str]
+    if since is None:
+        result = await desktop.observe(live, screen, image=image == 1, mark=marked)
+        exclude = {"changed_region", "targets_diff"}
+    else:
+        result = await observe_since(desktop, live, since, screen, image=image == 1, mark=marked)
+        exclude = {"targets"}
+    if result.jpeg_base64 is None:
+        exclude.add("jpeg_base64")
     # Straight to JSON bytes by pydantic's own serializer: a dict first and json.dumps
     # after cost 0.3 ms against 0.09 ms on 84 targets.
     return Response(result.model_dump_json(exclude=exclude), media_type="application/json")

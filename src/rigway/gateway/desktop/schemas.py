@@ -370,6 +370,15 @@ class MarkOut(BaseModel):
     labelled: bool
 
 
+class TargetsDiffOut(BaseModel):
+    """Targets now against those shown with the since frame, by id: `added` and
+    `changed` (any public field differs) in full, `removed` as ids."""
+
+    added: list[TargetOut]
+    removed: list[str]
+    changed: list[TargetOut]
+
+
 class ObserveOut(BaseModel):
     width: int
     height: int
@@ -390,6 +399,10 @@ class ObserveOut(BaseModel):
     timing: ObserveTimingOut
     # Sampled on the host with the dirty take: input is refused unless "normal".
     desktop_state: DesktopState
+    # Only with `since`: the native x, y, w, h the image shows (null: nothing changed,
+    # no image), and the targets against the since frame's, in place of `targets`.
+    changed_region: tuple[int, int, int, int] | None = None
+    targets_diff: TargetsDiffOut | None = None
 
 
 class EventReceiptOut(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from rigway.gateway.desktop.delta import target_digests
 from rigway.gateway.desktop.frames import Frame, FrameRegistry
 from rigway.gateway.desktop.input_stops import INPUT_STOPS, input_conflict
 from rigway.gateway.desktop.schemas import (
@@ -257,6 +258,18 @@ class DesktopService:
         except ValueError:
             return None  # an empty image (a broken host): nothing to point into
 
+    async def changed_since(self, live: LiveSession, damage_mark: int) -> ops.ScreenChanged:
+        """What changed after a frame's mark; "not known" from a host without the op."""
+        timeout_s = self._settings.screen_timeout_s
+        body = {"damage_mark": damage_mark}
+        try:
+            reply = await self._call(live, ops.SCREEN_CHANGED_SINCE, body, timeout_s, "change read")
+        except HostError as exc:
+            if not str(exc.detail).startswith(ops.ERROR_UNKNOWN_OP):
+                raise
+            return ops.ScreenChanged(known=False, damage_mark=damage_mark)
+        return _parse_reply(ops.ScreenChanged, reply.body)
+
     async def dirty(self, live: LiveSession) -> DirtyOut:
         """On its own a dirty read gets the deadline of "other" operations (10 s by
         default, API-DECISIONS); observe's leg gets its screenshot deadline."""
@@ -395,6 +408,10 @@ class DesktopService:
         snapshot, targets_s = (None, 0.0) if isinstance(targets_leg, BaseException) else targets_leg
         if not image:
             self._sessions.record_activity(live)
+        elif snapshot is not None and shot_leg is not None and shot_leg[0].frame is not None:
+            # Shown together: a later `observe?since=` diffs the targets against these.
+            shown = target_digests(_public_targets(snapshot))
+            self.frames.update(live.id, shot_leg[0].frame, targets=shown)
         return _observe_result(
             shot_leg,
             dirty,

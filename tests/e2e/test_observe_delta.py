@@ -1,0 +1,129 @@
+"""`observe?since=<frame_id>` on the sim rig: the image shows only what changed since the
+frame, scaled as a screenshot of that region would be, and the targets come as a diff.
+
+The sim reports exact damage (only the controls whose view changed), so the changed
+region can be told exactly here."""
+
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from tests.e2e.harness import Stack, batch_ran
+
+pytestmark = pytest.mark.postgres
+
+MAX_WIDTH = 64
+
+
+async def _observe(stack: Stack, session_id: str, **params: Any) -> dict[str, Any]:
+    response = await stack.client.get(f"/v1/sessions/{session_id}/observe", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def _click_checkbox(stack: Stack, session_id: str) -> None:
+    box = stack.sim().control_rect("remember")
+    point = {"x": box.x + box.w // 2, "y": box.y + box.h // 2}
+    response = await stack.client.post(
+        f"/v1/sessions/{session_id}/input",
+        json={"events": [{"type": "mouse_click", **point, "expect": "change"}]},
+    )
+    assert batch_ran(response) == 1
+
+
+def _jpeg_size(encoded: str) -> tuple[int, int]:
+    with Image.open(io.BytesIO(base64.b64decode(encoded))) as image:
+        return image.size
+
+
+async def _error(stack: Stack, session_id: str, since: str) -> tuple[int, str]:
+    response = await stack.client.get(f"/v1/sessions/{session_id}/observe", params={"since": since})
+    error = response.json()["error"]
+    assert isinstance(error, str)
+    return response.status_code, error
+
+
+async def test_a_checkbox_click_since_a_frame_sends_the_checkbox_only(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    # Focus on the check box first: the next click changes it and nothing else.
+    await _click_checkbox(stack, session_id)
+    before = await _observe(stack, session_id, max_width=MAX_WIDTH)
+    await _click_checkbox(stack, session_id)
+
+    delta = await _observe(stack, session_id, max_width=MAX_WIDTH, since=before["frame_id"])
+
+    box = stack.sim().control_rect("remember")
+    assert delta["changed_region"] == [box.x, box.y, box.w, box.h]
+    shot = await stack.client.get(
+        f"/v1/sessions/{session_id}/screenshot",
+        params={"x": box.x, "y": box.y, "w": box.w, "h": box.h, "max_width": MAX_WIDTH},
+    )
+    assert shot.status_code == 200, shot.text
+    with Image.open(io.BytesIO(shot.content)) as region_shot:
+        assert _jpeg_size(delta["jpeg_base64"]) == region_shot.size
+    assert (delta["width"], delta["height"]) == region_shot.size
+    assert "targets" not in delta
+    diff = delta["targets_diff"]
+    assert [t["name"] for t in diff["changed"]] == ["Remember me"]
+    assert (diff["added"], diff["removed"]) == ([], [])
+
+
+async def test_nothing_changed_since_a_frame_sends_no_image(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    before = await _observe(stack, session_id)
+
+    delta = await _observe(stack, session_id, since=before["frame_id"])
+
+    assert delta["changed_region"] is None
+    assert "jpeg_base64" not in delta
+    assert delta["targets_diff"] == {"added": [], "removed": [], "changed": []}
+    # The answer names a frame of its own, which the next `since` can use.
+    assert delta["frame_id"] not in (None, before["frame_id"])
+    again = await _observe(stack, session_id, since=delta["frame_id"])
+    assert again["changed_region"] is None
+
+
+async def test_a_screenshot_frame_lists_every_target_as_added(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    shot = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
+    delta = await _observe(stack, session_id, since=shot.headers["x-frame-id"])
+    full = await _observe(stack, session_id)
+    assert [t["id"] for t in delta["targets_diff"]["added"]] == [t["id"] for t in full["targets"]]
+
+
+async def test_an_unknown_frame_is_frame_expired(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    status, error = await _error(stack, session_id, "frm_000000000000000000000000")
+    assert (status, error.split(":")[0]) == (409, "frame_expired")
+
+
+async def test_another_sessions_frame_is_frame_expired(stack: Stack) -> None:
+    first = await stack.start_session()
+    theirs = (await _observe(stack, first))["frame_id"]
+    await stack.add_agent()
+    second = await stack.start_session(1)
+    status, error = await _error(stack, second, theirs)
+    assert (status, error.split(":")[0]) == (409, "frame_expired")
+
+
+async def test_an_empty_or_overlong_since_is_a_400(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    for since in ("", "f" * 65):
+        status, _ = await _error(stack, session_id, since)
+        assert status == 400, since
+
+
+async def test_a_region_with_since_is_a_400(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    before = await _observe(stack, session_id)
+    response = await stack.client.get(
+        f"/v1/sessions/{session_id}/observe",
+        params={"since": before["frame_id"], "x": 0, "y": 0, "w": 10, "h": 10},
+    )
+    assert response.status_code == 400, response.text
