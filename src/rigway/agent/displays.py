@@ -1,15 +1,21 @@
-"""The desktop's monitors (`Desktop.displays`) for the hello, held to the contract."""
+"""The desktop's monitors (`Desktop.displays`) for the hello and the `desktop/displays`
+notes, held to the contract."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
 
 from rigway.agent.backends.base import Desktop
-from rigway.protocol.messages import MAX_DISPLAYS, DisplayInfo
+from rigway.protocol.displays import MAX_DISPLAYS, DisplayInfo
 
-__all__ = ["read_displays"]
+__all__ = ["DEFAULT_INTERVAL_S", "DisplaysReporter", "read_displays"]
 
 _log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL_S: Final = 5.0
 
 
 def read_displays(desktop: Desktop, native_size: tuple[int, int]) -> list[DisplayInfo]:
@@ -40,3 +46,38 @@ def read_displays(desktop: Desktop, native_size: tuple[int, int]) -> list[Displa
         except ValueError:
             _log.error("the backend told a display the wire cannot carry: %r", display)
     return shown or whole
+
+
+class DisplaysReporter:
+    """Reads the monitors on a worker thread every `interval_s` and reports changes.
+
+    Monitors change rarely (one plugged in, a scale setting changed), and a read costs
+    more than a desktop state sample (x11 opens a connection for it), hence its own,
+    slower interval."""
+
+    def __init__(self, desktop: Desktop, *, interval_s: float = DEFAULT_INTERVAL_S) -> None:
+        if interval_s <= 0:
+            raise ValueError("interval_s must be > 0")
+        self._desktop = desktop
+        self._interval_s = interval_s
+
+    async def sample(self) -> list[DisplayInfo]:
+        return await asyncio.to_thread(self._read)
+
+    def _read(self) -> list[DisplayInfo]:
+        return read_displays(self._desktop, self._desktop.native_size())
+
+    async def report_changes(
+        self,
+        reported: Sequence[DisplayInfo],
+        send: Callable[[list[DisplayInfo]], Awaitable[None]],
+    ) -> None:
+        """Until cancelled (the link drops): read, and `send` the monitors each time they
+        differ from the last reported (`reported`: what the hello said)."""
+        last = list(reported)
+        while True:
+            await asyncio.sleep(self._interval_s)
+            now = await self.sample()
+            if now != last:
+                await send(now)
+                last = now

@@ -16,7 +16,8 @@ exponential backoff and jitter. Each request from the gateway runs in a task of 
 own, so the legs of an observe run concurrently; input batches and app ops of one
 session go through an ordered lane so they run in arrival order. With a
 `DesktopStateReporter` the hello carries the desktop's state and each change after it
-goes as a `desktop/state` note while connected.
+goes as a `desktop/state` note while connected; with a `DisplaysReporter`, likewise the
+monitors (`hello.displays`, then `desktop/displays` notes).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from websockets.protocol import State
 from rigway.agent.desktop_state import DesktopStateReporter
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
 from rigway.agent.dispatch import Reply as OpReply
+from rigway.agent.displays import DisplaysReporter
 from rigway.agent.link_connection import DirectClientConnection, Message
 from rigway.protocol import ops
+from rigway.protocol.displays import DESKTOP_DISPLAYS, DisplayInfo, DisplaysNote
 from rigway.protocol.framing import (
     FramingError,
     binary_frame_head,
@@ -190,10 +193,12 @@ class AgentLink:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         rng: random.Random | None = None,
         desktop_states: DesktopStateReporter | None = None,
+        displays: DisplaysReporter | None = None,
     ) -> None:
         """`url` is the full `ws(s)://…/v1/agent/connect` address. The gateway's
         `welcome.heartbeat_interval_s` replaces `heartbeat_interval_s` once connected.
-        `desktop_states`: None sends no desktop state (the gateway shows "unknown")."""
+        `desktop_states`: None sends no desktop state (the gateway shows "unknown").
+        `displays`: None sends the hello's displays as given, and no change after."""
         self._url = url
         self._rig_token = rig_token
         self._hello = hello
@@ -205,6 +210,7 @@ class AgentLink:
         self._max_frame_bytes = max_frame_bytes
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 (jitter only)
         self._desktop_states = desktop_states
+        self._displays = displays
         self._stopping = asyncio.Event()
         self._connected = asyncio.Event()
         self._ws: DirectClientConnection | None = None
@@ -213,6 +219,8 @@ class AgentLink:
         self._request_ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Reply]] = {}
         self._connection_tasks: set[asyncio.Task[None]] = set()
+        # The monitors this connection's hello told; what later changes compare with.
+        self._sent_displays: list[DisplayInfo] = list(hello.displays)
         self._background: set[asyncio.Task[Any]] = set()
         self._grace_task: asyncio.Task[None] | None = None
         self._last_heard = 0.0
@@ -351,12 +359,15 @@ class AgentLink:
         self, ws: DirectClientConnection, desktop_state: ops.DesktopState | None
     ) -> Welcome:
         session_id = self._dispatcher.active_session_id
-        hello = self._hello.model_copy(
-            update={
-                "open_session_ids": [] if session_id is None else [session_id],
-                "desktop_state": desktop_state,
-            }
-        )
+        update: dict[str, object] = {
+            "open_session_ids": [] if session_id is None else [session_id],
+            "desktop_state": desktop_state,
+        }
+        if self._displays is not None:
+            # Read afresh for each connection: they may have changed while it was down.
+            update["displays"] = await self._displays.sample()
+        hello = self._hello.model_copy(update=update)
+        self._sent_displays = list(hello.displays)
         await ws.send(encode_text(hello.model_dump()))
         # A gateway that answers with something else is told why in the close code, as
         # after the handshake: 1007 for what cannot be read, 1002 for the wrong message.
@@ -393,6 +404,9 @@ class AgentLink:
         if self._desktop_states is not None and desktop_state is not None:
             report = partial(self._note_desktop_state, ws)
             self._spawn_for_connection(self._desktop_states.report_changes(desktop_state, report))
+        if self._displays is not None:
+            note = partial(self._note_displays, ws)
+            self._spawn_for_connection(self._displays.report_changes(self._sent_displays, note))
         try:
             ws.deliver_to(partial(self._on_message, ws))
             await ws.wait_closed()
@@ -475,6 +489,10 @@ class AgentLink:
     ) -> None:
         with contextlib.suppress(ConnectionClosed):
             await self._send(ws, message, payload)
+
+    async def _note_displays(self, ws: DirectClientConnection, displays: list[DisplayInfo]) -> None:
+        body = DisplaysNote(displays=displays).model_dump()
+        await self._send_quietly(ws, Note(op=DESKTOP_DISPLAYS, body=body).model_dump())
 
     async def _note_desktop_state(
         self, ws: DirectClientConnection, state: ops.DesktopState

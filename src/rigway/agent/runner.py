@@ -29,7 +29,8 @@ from rigway.agent.apps import AppTracker, ProcessTracker
 from rigway.agent.backends.base import Desktop, WalkBudget
 from rigway.agent.desktop_state import DEFAULT_SAMPLE_INTERVAL_S, DesktopStateReporter
 from rigway.agent.dispatch import Dispatcher
-from rigway.agent.displays import read_displays
+from rigway.agent.displays import DEFAULT_INTERVAL_S as DISPLAYS_INTERVAL_S
+from rigway.agent.displays import DisplaysReporter, read_displays
 from rigway.agent.held_input_journal import HeldInputJournal
 from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
@@ -77,6 +78,8 @@ class AgentSettings:
     encode_threads: int | None = None
     # How often the desktop state is sampled while connected (changes go to the gateway).
     desktop_state_interval_s: float = DEFAULT_SAMPLE_INTERVAL_S
+    # How often the monitors are read while connected (changes go to the gateway).
+    displays_interval_s: float = DISPLAYS_INTERVAL_S
     stream: StreamSettings = field(default_factory=StreamSettings)
     # File naming the keys and buttons held now, so the next start releases what a
     # killed agent left down (Windows keeps them down); None: no journal.
@@ -96,6 +99,8 @@ class AgentSettings:
             raise ValueError("encode_threads must be >= 1")
         if self.desktop_state_interval_s <= 0:
             raise ValueError("desktop_state_interval_s must be > 0")
+        if self.displays_interval_s <= 0:
+            raise ValueError("displays_interval_s must be > 0")
         connect_url(self.gateway_url)
 
 
@@ -192,6 +197,7 @@ async def run_agent(
             desktop_states=DesktopStateReporter(
                 desktop, interval_s=settings.desktop_state_interval_s
             ),
+            displays=DisplaysReporter(desktop, interval_s=settings.displays_interval_s),
         )
         if on_link is not None:
             on_link(link)

@@ -6,8 +6,8 @@ Envelopes (field `t`):
   relative deadline and a body; the reply carries the same `id`. Either side may send
   requests: the gateway asks for screens and input, the agent reports owner kills.
 - `note`: a one-way message with an operation name `op` and a body, answered by
-  nothing (the agent's `desktop/state` changes). A peer drops a note it does not know;
-  a gateway that predates notes ignores the `t` it does not know.
+  nothing (the agent's `desktop/state` and `desktop/displays` changes). A peer drops a
+  note it does not know; a gateway that predates notes ignores the `t` it does not know.
 - `ping` / `pong`: heartbeats, sent by both sides.
 
 Operation bodies live in `rigway.protocol.ops`.
@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rigway.protocol.displays import MAX_DISPLAYS as MAX_DISPLAYS
+from rigway.protocol.displays import DisplayInfo as DisplayInfo
 from rigway.protocol.ops import DesktopState
 
 PROTOCOL_VERSION = 1
@@ -26,20 +28,6 @@ PROTOCOL_VERSION = 1
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-MAX_DISPLAYS = 16
-
-
-class DisplayInfo(_Message):
-    """One monitor, in native capture pixels; `scale` is its DPI scale (1.0 = 96 dpi)."""
-
-    x: int = Field(ge=-65535, le=65535)
-    y: int = Field(ge=-65535, le=65535)
-    width: int = Field(ge=1, le=65535)
-    height: int = Field(ge=1, le=65535)
-    scale: float = Field(default=1.0, gt=0, le=16, allow_inf_nan=False)
-    primary: bool = False
 
 
 class Hello(_Message):
@@ -62,7 +50,8 @@ class Hello(_Message):
     # The desktop's state at connect; later changes come as `desktop/state` notes.
     # None from an agent that does not report it.
     desktop_state: DesktopState | None = None
-    # The monitors at connect; empty from an agent that does not report them.
+    # The monitors at connect (later changes come as `desktop/displays` notes); empty
+    # from an agent that does not report them.
     displays: list[DisplayInfo] = Field(default_factory=list, max_length=MAX_DISPLAYS)
 
 

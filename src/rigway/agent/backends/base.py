@@ -176,8 +176,10 @@ class Desktop(Protocol):
     def displays(self) -> list[Display]:
         """The monitors that make up the capture, in native capture pixels.
 
-        Called rarely (at connect), from any worker thread. Never raises: when the
-        platform cannot tell, one display covering the whole capture, scale 1.0, primary."""
+        Called at each connect and every few seconds while connected (changes go to the
+        gateway), from any worker thread, concurrently with the roles. Never raises: when
+        the platform cannot tell, one display covering the whole capture, scale 1.0,
+        primary."""
         ...
 
     def close(self) -> None: ...

@@ -6,7 +6,8 @@ finds no waiter and is dropped.
 
 `desktop_state` is the host's latest word on its desktop (the hello's, then each
 `desktop/state` note, or anything fresher a reply showed): in memory only, gone with
-the connection, so an offline rig has none.
+the connection, so an offline rig has none. `displays` likewise: the hello's, then
+each `desktop/displays` note's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION, MessageSink
 from rigway.protocol import Hello, Note, Ping, Pong, Reply, Request, decode_frame, encode_text, ops
+from rigway.protocol.displays import DESKTOP_DISPLAYS, DisplayInfo, DisplaysNote
 from rigway.protocol.framing import FramingError
 
 logger = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class HostConnection:
         self.desktop_state: ops.DesktopState = (
             "unknown" if hello.desktop_state is None else hello.desktop_state
         )
+        # The host's monitors: the hello's, then each `desktop/displays` note's.
+        self.displays: list[DisplayInfo] = list(hello.displays)
         self._websocket = websocket
         self._heartbeat_interval_s = heartbeat_interval_s
         self._monotonic = monotonic
@@ -231,6 +235,8 @@ class HostConnection:
     def _on_note(self, note: Note) -> None:
         if note.op == ops.DESKTOP_STATE:
             self.desktop_state = ops.DesktopStateNote.model_validate(note.body).state
+        elif note.op == DESKTOP_DISPLAYS:
+            self.displays = list(DisplaysNote.model_validate(note.body).displays)
         else:
             logger.debug("ignoring a %r note from %s", note.op, self.rig_id)
 

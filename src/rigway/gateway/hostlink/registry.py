@@ -36,9 +36,9 @@ class HostRegistry:
         return None if connection is None else connection.desktop_state
 
     def displays(self, rig_id: str) -> list[DisplayInfo]:
-        """The connected host's monitors (as its hello told them); [] while offline."""
+        """The connected host's latest monitors; [] while offline."""
         connection = self.get(rig_id)
-        return [] if connection is None else list(connection.hello.displays)
+        return [] if connection is None else list(connection.displays)
 
     async def wait_online(self, rig_id: str) -> None:
         while self.get(rig_id) is None:

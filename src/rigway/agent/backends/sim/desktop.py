@@ -76,6 +76,8 @@ class SimDesktop:
         self._press_target: str | None = None
         # Set by tests (`set_desktop_state`); the sim itself never locks.
         self._desktop_state: DesktopState = "normal"
+        # Set by tests (`set_displays`); None: one 96-dpi monitor, the whole canvas.
+        self._displays: list[Display] | None = None
         # The first paint is the desktop's starting picture, not a change: no damage.
         self._refresh()
         self._damage.clear()
@@ -166,7 +168,9 @@ class SimDesktop:
             return self._desktop_state
 
     def displays(self) -> list[Display]:
-        # One 96-dpi monitor, the whole canvas.
+        with self._lock:
+            if self._displays is not None:
+                return list(self._displays)
         return [Display(0, 0, self._width, self._height, scale=1.0, primary=True)]
 
     def close(self) -> None:
@@ -181,6 +185,12 @@ class SimDesktop:
             raise ValueError(f"unknown desktop state {state!r}; one of {DESKTOP_STATES}")
         with self._lock:
             self._desktop_state = state
+
+    def set_displays(self, displays: list[Display] | None) -> None:
+        """Pretend the monitors are these (None: back to one covering the canvas); the
+        picture does not change."""
+        with self._lock:
+            self._displays = None if displays is None else list(displays)
 
     # ---- Observation for tests ----------------------------------------------------
 
