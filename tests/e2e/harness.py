@@ -212,6 +212,14 @@ async def stack_on_own_database(
         yield running
 
 
+def ok_json(response: httpx2.Response) -> dict[str, Any]:
+    """The JSON object of a 200 answer (the test fails with the body otherwise)."""
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert isinstance(body, dict)
+    return body
+
+
 def batch_ran(response: httpx2.Response) -> int:
     """The count of a 200 input answer whose receipts say every event ran, in order."""
     assert response.status_code == 200, response.text

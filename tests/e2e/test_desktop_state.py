@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from rigway.agent.backends.base import DesktopState
 from rigway.client import AsyncRigway, ConflictError
-from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, running_stack
+from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, ok_json, running_stack
 
 # Sampled often, so a test waiting for the gateway to hear of a change waits little.
 OFTEN_SAMPLED = {**QUICK_AGENT, "desktop_state_interval_s": 0.02}
@@ -35,13 +34,6 @@ async def unsampled_stack(tmp_path: Path, database_url: str) -> AsyncIterator[St
         tmp_path / "state", database_url, reaper_interval_s=3600, agent_settings=NEVER_SAMPLED
     ) as running:
         yield running
-
-
-async def _json(response: httpx2.Response) -> dict[str, Any]:
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert isinstance(body, dict)
-    return body
 
 
 async def _gateway_hears(stack: Stack, state: DesktopState) -> None:
@@ -66,14 +58,14 @@ def _sim_picture(stack: Stack) -> tuple[object, ...]:
 
 
 async def test_connected_rig_is_normal(stack: Stack) -> None:
-    rig = await _json(await stack.client.get(f"/v1/rigs/{stack.rig_ids[0]}"))
+    rig = ok_json(await stack.client.get(f"/v1/rigs/{stack.rig_ids[0]}"))
     assert rig["desktop_state"] == "normal"
 
 
 async def test_locked_rig_shows_locked(stack: Stack) -> None:
     stack.sim().set_desktop_state("locked")
     await _gateway_hears(stack, "locked")
-    rig = await _json(await stack.client.get(f"/v1/rigs/{stack.rig_ids[0]}"))
+    rig = ok_json(await stack.client.get(f"/v1/rigs/{stack.rig_ids[0]}"))
     assert rig["desktop_state"] == "locked"
 
 
@@ -81,7 +73,7 @@ async def test_active_session_shows_the_rigs_state(stack: Stack) -> None:
     session_id = await stack.start_session()
     stack.sim().set_desktop_state("screensaver")
     await _gateway_hears(stack, "screensaver")
-    session = await _json(await stack.client.get(f"/v1/sessions/{session_id}"))
+    session = ok_json(await stack.client.get(f"/v1/sessions/{session_id}"))
     assert session["desktop_state"] == "screensaver"
 
 
@@ -89,7 +81,7 @@ async def test_observe_samples_the_state_with_its_take(unsampled_stack: Stack) -
     stack = unsampled_stack
     session_id = await stack.start_session()
     stack.sim().set_desktop_state("secure_desktop")
-    observed = await _json(
+    observed = ok_json(
         await stack.client.get(f"/v1/sessions/{session_id}/observe", params={"image": 0})
     )
     assert observed["desktop_state"] == "secure_desktop"
@@ -129,20 +121,20 @@ async def test_refusal_updates_the_sessions_state_at_once(unsampled_stack: Stack
     session_id = await stack.start_session()
     stack.sim().set_desktop_state("no_display")
     await stack.client.post(f"/v1/sessions/{session_id}/input", json=_type_and_tick(stack))
-    session = await _json(await stack.client.get(f"/v1/sessions/{session_id}"))
+    session = ok_json(await stack.client.get(f"/v1/sessions/{session_id}"))
     assert session["desktop_state"] == "no_display"
 
 
 async def test_offline_rig_has_no_state(stack: Stack) -> None:
     rig_id = stack.rig_ids[0]
     await stack.stop_agent(rig_id)
-    rig = await _json(await stack.client.get(f"/v1/rigs/{rig_id}"))
+    rig = ok_json(await stack.client.get(f"/v1/rigs/{rig_id}"))
     assert (rig["online"], rig["desktop_state"]) == (False, None)
 
 
 async def test_ended_session_has_no_state(stack: Stack) -> None:
     session_id = await stack.start_session()
-    ended = await _json(await stack.client.post(f"/v1/sessions/{session_id}/end"))
+    ended = ok_json(await stack.client.post(f"/v1/sessions/{session_id}/end"))
     assert (ended["status"], ended["desktop_state"]) == ("ended", None)
 
 
