@@ -1,4 +1,4 @@
-"""Every error code of API-DECISIONS that the rigs, sessions, screen, input and app
+"""Every error code of docs/api.md that the rigs, sessions, screen, input and app
 endpoints can answer, each provoked for real against the running stack.
 
 Each error body is exactly `{"error": "<code>"}` or `{"error": "<code>: <detail>"}`.
@@ -640,7 +640,7 @@ async def test_session_over_concurrency_cap_429_concurrency_limit(
 
 
 async def test_concurrency_limit_429_carries_ratelimit_headers(tmp_path: Path) -> None:
-    """API-DECISIONS: every 429 (rate_limited and concurrency_limit) carries Retry-After
+    """docs/api.md: every 429 (rate_limited and concurrency_limit) carries Retry-After
     and RateLimit-Limit/Remaining/Reset."""
     async with stack_on_own_database(tmp_path, rigs=2, max_concurrent_sessions=1) as stack:
         await stack.start_session(0)

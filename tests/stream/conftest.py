@@ -17,7 +17,7 @@ from rigway.agent.stream.publisher import StreamPublisher, pin_host_addresses_to
 from tests.e2e.harness import Stack, running_stack
 
 # Media stays on 127.0.0.1: aioice offers only it, and the agent drops every other
-# candidate of the viewer (FEASIBILITY §7).
+# candidate of the viewer.
 LOOPBACK = StreamSettings(loopback_only=True)
 
 

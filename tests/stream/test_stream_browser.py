@@ -17,7 +17,7 @@ from tests.e2e.harness import Stack
 from tests.stream.stamp import StampedDesktop
 
 CHROMIUM = Path("/usr/bin/chromium")
-# FEASIBILITY §7: loopback candidates only with the first flag; plain IPs instead of
+# Loopback candidates only with the first flag; plain IPs instead of
 # mDNS names (which aioice would resolve by multicast) with the second.
 CHROMIUM_ARGS = [
     "--headless=new",

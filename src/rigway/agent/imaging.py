@@ -35,7 +35,7 @@ __all__ = [
     "scaled_size",
 ]
 
-# simplejpeg defaults to 4:4:4 and Pillow to 4:2:0 (TECH-NOTES): name it so every
+# simplejpeg defaults to 4:4:4 and Pillow to 4:2:0: name it so every
 # backend produces the same bytes-per-frame trade-off. 4:2:0 keeps text legible at
 # q85 and is ~30 % smaller than 4:4:4.
 JPEG_SUBSAMPLING = "420"
@@ -109,7 +109,7 @@ def index_marks(targets: Iterable[ops.Target]) -> tuple[Mark, ...]:
 def scaled_size(width: int, height: int, max_width: int | None) -> tuple[int, int]:
     """Output size with the long edge capped at `max_width`; never upscales.
 
-    The API names the cap `max_width` but applies it to the long edge (API-DECISIONS),
+    The API names the cap `max_width` but applies it to the long edge (docs/api.md),
     so a portrait region is capped by its height.
     """
     long_edge = max(width, height)
@@ -131,7 +131,7 @@ def downscale(image: Pixels, max_width: int | None) -> Pixels:
     size = scaled_size(width, height, max_width)
     if size == (width, height):
         return image
-    # INTER_AREA averages source pixels: text stays legible, ~8 ms at 1080p (TECH-NOTES).
+    # INTER_AREA averages source pixels: text stays legible (about 8 ms at 1080p).
     resized = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
     return np.asarray(resized, dtype=np.uint8)
 

@@ -311,7 +311,7 @@ class AgentLink:
             async with connect(
                 self._url,
                 additional_headers={"Authorization": f"Bearer {self._rig_token}"},
-                # Per-message deflate costs ~50 ms per JPEG for nothing (TECH-NOTES).
+                # Per-message deflate costs ~27 ms per JPEG for nothing (bench/ws_compression.py).
                 compression=None,
                 max_size=self._max_frame_bytes,
                 open_timeout=self._open_timeout_s,

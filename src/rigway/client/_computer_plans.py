@@ -36,7 +36,7 @@ ANTHROPIC_MAX_PIXELS = 1_150_000
 # OpenAI scrolls are in pixels, Rigway's in wheel notches. 100 px is one notch in
 # Chromium and Edge on Windows (3 lines x ~33 px), the rigs' main platform.
 SCROLL_PIXELS_PER_NOTCH = 100
-# The input API's per-event delay bound (API-DECISIONS: delay_ms 0…5000); a key is held
+# The input API's per-event delay bound (docs/api.md: delay_ms 0…5000); a key is held
 # through the key_down's delay, so longer holds cannot be expressed in one batch.
 MAX_HOLD_MS = 5000
 # type_text takes up to 10,000 characters per event.

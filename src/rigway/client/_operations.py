@@ -2,7 +2,7 @@
 
 The sync and async resource classes are one line per method over these builders, so
 paths, query parameters, bodies, decoding and per-endpoint retry rules exist once.
-Paths and fields follow the specification and API-DECISIONS exactly.
+Paths and fields follow docs/api.md exactly.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ SessionMode = Literal["desktop", "app"]
 RegionLike = Region | tuple[int, int, int, int]
 EventLike = InputEvent | Mapping[str, Any]
 
-# API-DECISIONS, "Input": a batch holds 1 to 100 events, validated whole.
+# docs/api.md, Input: a batch holds 1 to 100 events, validated whole.
 MAX_EVENTS_PER_BATCH = 100
 # Names the image a screenshot answer carries (API 1.1), for input in its pixels.
 FRAME_ID_HEADER = "X-Frame-Id"
@@ -118,7 +118,7 @@ def create_session(
 ) -> Operation[Session]:
     """POST /v1/sessions.
 
-    A 502/504 answer stores the session as `failed` (API-DECISIONS), so those are safe
+    A 502/504 answer stores the session as `failed` (docs/api.md), so those are safe
     to retry; a read timeout is not (the first session may be active and billing).
     """
     return Operation(

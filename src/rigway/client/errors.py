@@ -7,7 +7,7 @@ code such as `connection_error`), `status` (the HTTP status, None without a resp
 (the human sentence after the code, or None) and `message`.
 
 The gateway's error body is `{"error": "<code>"}` or `{"error": "<code>: <detail>"}`;
-the SDK splits it on the first `": "` (API-DECISIONS, "Errors").
+the SDK splits it on the first `": "` (docs/api.md, Errors).
 
 ```
 RigwayError                         base of everything this SDK raises

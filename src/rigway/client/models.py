@@ -100,7 +100,7 @@ class Rig(ApiModel):
     """A remote desktop of the account.
 
     `native_width`/`native_height`, `agent_version`, `last_seen_at` and
-    `active_session_id` are gateway additions (API-DECISIONS); None when unknown.
+    `active_session_id` are gateway additions (docs/api.md); None when unknown.
     `desktop_state` (None while offline) is whether the desktop can be driven now:
     `normal`, `locked`, `secure_desktop` (a UAC or sign-in prompt), `screensaver`,
     `no_display` or `unknown`; input is refused (409 `desktop_unavailable`) unless

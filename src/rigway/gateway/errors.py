@@ -1,6 +1,6 @@
 """Domain errors that carry their HTTP status and stable code, rendered by one handler.
 
-Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (API-DECISIONS).
+Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (docs/api.md, Errors).
 
     ApiError
     ├── InvalidRequest            400 invalid_request

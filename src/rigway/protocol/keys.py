@@ -1,4 +1,4 @@
-"""Key names accepted by the input API (API-DECISIONS, "Input"), canonicalised.
+"""Key names accepted by the input API (docs/api.md, Input), canonicalised.
 
 Both the gateway (to reject a bad name with a 400 before anything runs) and the agent
 (to map a name onto the platform's key codes) use this table.

@@ -99,7 +99,7 @@ def _clicks(button: int, count: int) -> list[tuple[bool, int]]:
     ("dx", "dy", "buttons"),
     [
         (0, 2, _clicks(4, 2)),  # dy > 0: up
-        (0, -2, _clicks(5, 2)),  # dy < 0: down (API-DECISIONS)
+        (0, -2, _clicks(5, 2)),  # dy < 0: down (docs/api.md)
         (-2, 0, _clicks(6, 2)),  # dx < 0: left
         (2, 0, _clicks(7, 2)),  # dx > 0: right
         (1, -1, _clicks(5, 1) + _clicks(7, 1)),  # both axes: vertical first

@@ -2,9 +2,9 @@
 
 Every ChangeKeyboardMapping is broadcast to all X clients as a MappingNotify, and
 openbox re-grabs its keys for each one; one remap per character once kept it busy for
-half a minute with the pointer frozen behind its click-to-focus grab (recipes/
-FEASIBILITY.md §4 trap 2). A listening client counts the notifications: at most one
-per run of text `split_runs` plans, none for characters still bound.
+half a minute with the pointer frozen behind its click-to-focus grab. A listening
+client counts the notifications: at most one per run of text `split_runs` plans, none
+for characters still bound.
 """
 
 from __future__ import annotations

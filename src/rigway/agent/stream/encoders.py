@@ -1,8 +1,8 @@
 """Which H.264 encoder, and aiortc's encoder tuned for latency without forking aiortc.
 
 aiortc's `H264Encoder` hard-codes libx264 with x264's default preset (medium: 41 fps
-at 1080p here), level 3.1, 0.5 to 3 Mbit/s and 30 fps (FEASIBILITY §7). `install` wraps
-the CodecContext that aiortc creates (as `recipes/aiortc_x264_tuning.py` does): the
+at 1080p here), level 3.1, 0.5 to 3 Mbit/s and 30 fps. `install` wraps
+the CodecContext that aiortc creates: the
 codec name, pixel format and options become ours, everything else stays aiortc's
 (packetisation, keyframe requests, bit-rate estimates). It is process-wide, like the
 encoder class it wraps: the last `install` wins.

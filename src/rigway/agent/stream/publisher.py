@@ -7,7 +7,7 @@ registered before the first await of its offer, so a session end that lands duri
 negotiation still finds and closes it.
 
 `RTCConfiguration(iceServers=…)` is always given explicitly: with None, aiortc adds a
-public STUN server of its own (FEASIBILITY §7), and nothing external may be contacted
+public STUN server of its own (stun.l.google.com), and nothing external may be contacted
 unless the operator configured it.
 """
 

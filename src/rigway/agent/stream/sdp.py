@@ -1,9 +1,10 @@
 """Small SDP edits on the agent's side of a negotiation (pure text functions).
 
 - `prefer_h264`: aiortc as answerer picks the first codec of the offer that it knows,
-  inside `setRemoteDescription`, before `setCodecPreferences` could act (FEASIBILITY
-  §7). Moving H.264 to the front of the offer it reads makes it answer H.264 whatever
-  order the viewer used; the viewer accepts any codec it offered.
+  inside `setRemoteDescription`, before `setCodecPreferences` could act (seen: an
+  offer with VP8 first got a VP8 answer). Moving H.264 to the front of the offer it
+  reads makes it answer H.264 whatever order the viewer used; the viewer accepts any
+  codec it offered.
 - `keep_loopback_candidates` / `is_loopback_candidate`: with `loopback_only`, media
   never leaves 127.0.0.1 (tests): other host candidates and mDNS names (which aioice
   would resolve with multicast DNS) are dropped.

@@ -19,7 +19,7 @@ class StreamError(Exception):
 class StreamSettings:
     # "auto": the first openable hardware H.264 encoder, else libx264; or a name.
     encoder: str = "auto"
-    # x264 preset: veryfast keeps 1080p at 30 fps on two cores (FEASIBILITY §7).
+    # x264 preset: veryfast keeps 1080p at 30 fps on two cores (measured on a 2-vCPU VM).
     preset: str = "veryfast"
     # Bit rates in bit/s: the start, and the range the receiver's estimate moves in.
     bitrate: int = 4_000_000

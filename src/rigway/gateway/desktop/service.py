@@ -272,7 +272,7 @@ class DesktopService:
 
     async def dirty(self, live: LiveSession) -> DirtyOut:
         """On its own a dirty read gets the deadline of "other" operations (10 s by
-        default, API-DECISIONS); observe's leg gets its screenshot deadline."""
+        default, docs/api.md); observe's leg gets its screenshot deadline."""
         taken = await self._take_dirty(live, self._settings.host_timeout_s)
         return DirtyOut.model_validate(taken.model_dump(exclude={"desktop_state"}))
 
@@ -370,7 +370,7 @@ class DesktopService:
             "app launch",
         )
         # An action, but not activity: only screenshot, observe and input keep a session
-        # from idling out (the spec's transition table, API-DECISIONS).
+        # from idling out (the session rules in docs/api.md).
         live.count_actions(1)
         return _parse_reply(ops.AppLaunched, reply.body).pid
 

@@ -1,7 +1,7 @@
 """Webhook secrets, signatures and delivery headers (spec: "Delivery headers").
 
 The signature is `sha256=` + hex HMAC-SHA256 over `f"{timestamp}."` + the raw body, keyed
-with the whole secret string, `whsec_` included (API-DECISIONS, "Small print"). Receivers
+with the whole secret string, `whsec_` included (docs/api.md, webhooks). Receivers
 verify it with `rigway.webhooks.verify`.
 """
 

@@ -9,7 +9,7 @@ The rule is an allow-list, not a deny-list: every address the name resolves to m
 global unicast after the IPv4 address hidden inside IPv6 forms (IPv4-mapped,
 IPv4-compatible, NAT64, 6to4, Teredo) is unwrapped. `ipaddress` flags are not used for
 the verdict: their meaning changed between 3.11 patch releases, `::ffff:127.0.0.1` is not
-"loopback" there, and 100.64/10 is neither private nor global (TECH-NOTES, traps).
+"loopback" there, and 100.64/10 is neither private nor global.
 
 Numeric spellings such as `127.1`, `0x7f000001`, `2130706433` or `0177.0.0.1` are not IP
 literals to `ipaddress` but `getaddrinfo` turns them into 127.0.0.1: they are refused

@@ -1,7 +1,7 @@
 """XTest input over python-xlib: pointer, buttons, wheel, canonical keys, Unicode text.
 
 Text the keyboard layout cannot produce is typed through spare keycodes (`keymap.py`).
-The traps (recipes/FEASIBILITY.md §4) and how this module handles them:
+The traps of XTest input and how this module handles them:
 
 1. A client translates keycode → keysym when it *processes* an event, with whatever
    mapping the server has then. Rebinding a keycode too early makes it read the new
