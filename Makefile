@@ -54,6 +54,7 @@ bench: setup
 	$(PY) -m bench.screenshot_cpu
 	$(PY) -m bench.x11_gateway
 	$(PY) -m bench.stream
+	$(PY) -m bench.ws_compression
 	$(PY) -m bench.agent_step
 
 clean:
