@@ -27,6 +27,7 @@ __all__ = [
     "UINT",
     "ULONG_PTR",
     "WORD",
+    "hresult",
 ]
 
 BYTE = ctypes.c_uint8
@@ -40,6 +41,12 @@ BOOL = ctypes.c_int32
 HRESULT_T = ctypes.c_int32
 ULONG_PTR = ctypes.c_size_t
 HANDLE = ctypes.c_void_p
+
+
+def hresult(code: int) -> int:
+    """An HRESULT written as its 32-bit pattern (0x887A0027) → the signed value C has, which
+    is also what comtypes reports in `COMError.hresult`."""
+    return ctypes.c_int32(code & 0xFFFFFFFF).value
 
 
 class RECT(ctypes.Structure):

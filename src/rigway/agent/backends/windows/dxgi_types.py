@@ -20,6 +20,7 @@ from rigway.agent.backends.windows._ctypes_types import (
     POINT,
     RECT,
     UINT,
+    hresult,
 )
 from rigway.agent.backends.windows.abi import AbiDeclarations, ComInterface
 
@@ -41,11 +42,6 @@ __all__ = [
     "hresult",
     "hresult_name",
 ]
-
-
-def hresult(code: int) -> int:
-    """An HRESULT written as its 32-bit pattern (0x887A0027) → the signed value C has."""
-    return ctypes.c_int32(code & 0xFFFFFFFF).value
 
 
 # --- HRESULTs (winerror.h; WAIT_ABANDONED from winbase.h) ------------------------------

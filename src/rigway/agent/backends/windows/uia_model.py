@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rigway.agent.backends.base import AccessibleElement
+from rigway.agent.backends.windows._ctypes_types import hresult
 from rigway.agent.backends.windows.abi import AbiDeclarations
 from rigway.agent.backends.windows.geometry import OutputPlacement
 
@@ -53,12 +54,6 @@ __all__ = [
     "to_element",
     "typelib_differences",
 ]
-
-
-def hresult(code: int) -> int:
-    """An HRESULT written as its 32-bit pattern → the signed value comtypes reports."""
-    code &= 0xFFFFFFFF
-    return code - (1 << 32) if code & 0x80000000 else code
 
 
 # --- Property ids (uiautomationclient.h) -------------------------------------------------
