@@ -11,12 +11,12 @@ keeps the last one per connected rig for its Session and Rig views.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 from rigway.agent.backends.base import DESKTOP_STATES, Desktop, DesktopState
 from rigway.agent.input_runner import run_batch
+from rigway.agent.polled_reporter import PolledReporter
 from rigway.agent.safety import InputGuard
 from rigway.protocol import ops
 
@@ -80,26 +80,12 @@ def require_drivable(desktop: Desktop, guard: InputGuard) -> None:
         raise DesktopUnavailableError(state, guard.release_all())
 
 
-class DesktopStateReporter:
+class DesktopStateReporter(PolledReporter[DesktopState]):
     """Samples the state on a worker thread every `interval_s` and reports changes."""
 
     def __init__(self, desktop: Desktop, *, interval_s: float = DEFAULT_SAMPLE_INTERVAL_S) -> None:
-        if interval_s <= 0:
-            raise ValueError("interval_s must be > 0")
+        super().__init__(interval_s=interval_s)
         self._desktop = desktop
-        self._interval_s = interval_s
 
-    async def sample(self) -> DesktopState:
-        return await asyncio.to_thread(read_desktop_state, self._desktop)
-
-    async def report_changes(
-        self, reported: DesktopState, send: Callable[[DesktopState], Awaitable[None]]
-    ) -> None:
-        """Until cancelled (the link drops): sample, and `send` each state that differs
-        from the last one reported (`reported`: what the hello said)."""
-        while True:
-            await asyncio.sleep(self._interval_s)
-            state = await self.sample()
-            if state != reported:
-                await send(state)
-                reported = state
+    def _read(self) -> DesktopState:
+        return read_desktop_state(self._desktop)

@@ -3,12 +3,11 @@ notes, held to the contract."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
 from typing import Final
 
 from rigway.agent.backends.base import Desktop
+from rigway.agent.polled_reporter import PolledReporter
 from rigway.protocol.displays import MAX_DISPLAYS, DisplayInfo
 
 __all__ = ["DEFAULT_INTERVAL_S", "DisplaysReporter", "read_displays"]
@@ -48,7 +47,7 @@ def read_displays(desktop: Desktop, native_size: tuple[int, int]) -> list[Displa
     return shown or whole
 
 
-class DisplaysReporter:
+class DisplaysReporter(PolledReporter[list[DisplayInfo]]):
     """Reads the monitors on a worker thread every `interval_s` and reports changes.
 
     Monitors change rarely (one plugged in, a scale setting changed), and a read costs
@@ -56,28 +55,8 @@ class DisplaysReporter:
     slower interval."""
 
     def __init__(self, desktop: Desktop, *, interval_s: float = DEFAULT_INTERVAL_S) -> None:
-        if interval_s <= 0:
-            raise ValueError("interval_s must be > 0")
+        super().__init__(interval_s=interval_s)
         self._desktop = desktop
-        self._interval_s = interval_s
-
-    async def sample(self) -> list[DisplayInfo]:
-        return await asyncio.to_thread(self._read)
 
     def _read(self) -> list[DisplayInfo]:
         return read_displays(self._desktop, self._desktop.native_size())
-
-    async def report_changes(
-        self,
-        reported: Sequence[DisplayInfo],
-        send: Callable[[list[DisplayInfo]], Awaitable[None]],
-    ) -> None:
-        """Until cancelled (the link drops): read, and `send` the monitors each time they
-        differ from the last reported (`reported`: what the hello said)."""
-        last = list(reported)
-        while True:
-            await asyncio.sleep(self._interval_s)
-            now = await self.sample()
-            if now != last:
-                await send(now)
-                last = now
