@@ -10,7 +10,6 @@ from rigway.agent.backends.windows import sendinput as si
 from rigway.agent.backends.windows.errors import InputBlockedError
 from rigway.agent.backends.windows.geometry import OutputPlacement, VirtualDesk
 from rigway.agent.backends.windows.input import MAX_RECORDS_PER_SEND, WindowsInput
-from rigway.agent.backends.windows.roles import InputRole
 from tests.agent.windows.fake_input import (
     ButtonEvent,
     FakeInputPort,
@@ -31,11 +30,6 @@ SINGLE = OutputPlacement(0, 0, 1920, 1080)
 
 def make_input(port: FakeInputPort, placement: OutputPlacement = SINGLE) -> WindowsInput:
     return WindowsInput(port, lambda: placement)
-
-
-def test_windows_input_is_an_input_role() -> None:
-    role: InputRole = WindowsInput(FakeInputPort(), lambda: SINGLE)
-    assert role is not None
 
 
 # ---- pointer ---------------------------------------------------------------------------
