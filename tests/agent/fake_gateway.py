@@ -17,7 +17,7 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection, serve
 
-from rigway.protocol import Hello, Welcome, decode_frame, encode_text
+from rigway.protocol import PROTOCOL_VERSION, Hello, Welcome, decode_frame, encode_text
 
 
 @dataclass
@@ -91,6 +91,18 @@ class AgentConnection:
 
 
 RIG_TOKEN = "rig-token"
+
+
+def fake_hello() -> Hello:
+    """The hello of an agent over a `FakeDesktop` (320x200)."""
+    return Hello(
+        protocol=PROTOCOL_VERSION,
+        agent_version="0.1.0",
+        backend="fake",
+        capture_mode="fake",
+        native_width=320,
+        native_height=200,
+    )
 
 
 class FakeGateway:

@@ -21,8 +21,8 @@ from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
-from rigway.protocol import PROTOCOL_VERSION, Hello, ops
-from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway
+from rigway.protocol import ops
+from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway, fake_hello
 from tests.agent.fakes import FakeApps, FakeDesktop, element
 
 SESSION = "s1"
@@ -532,20 +532,9 @@ async def test_an_unavailable_desktop_stops_before_the_first_event(rig: Rig) -> 
 # ---- the failed reply's body over the link ---------------------------------------------
 
 
-def _hello() -> Hello:
-    return Hello(
-        protocol=PROTOCOL_VERSION,
-        agent_version="0.1.0",
-        backend="fake",
-        capture_mode="fake",
-        native_width=320,
-        native_height=200,
-    )
-
-
 async def test_a_stopped_batch_sends_its_body_in_the_failed_reply(rig: Rig) -> None:
     async with FakeGateway().running() as gateway:
-        link = AgentLink(gateway.url, RIG_TOKEN, _hello(), rig.dispatcher, rng=random.Random(1))
+        link = AgentLink(gateway.url, RIG_TOKEN, fake_hello(), rig.dispatcher, rng=random.Random(1))
         task = asyncio.create_task(link.run())
         try:
             connection = await gateway.next_connection()

@@ -19,9 +19,9 @@ from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
 from rigway.agent.worker import SerialWorker
-from rigway.protocol import PROTOCOL_VERSION, Hello, ops
+from rigway.protocol import ops
 from tests.agent.assembly import dispatcher_over
-from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway
+from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway, fake_hello
 from tests.agent.fakes import FakeApps, FakeDesktop
 
 SESSION = "s1"
@@ -140,23 +140,12 @@ class LinkedRig:
     link: AgentLink
 
 
-def _hello() -> Hello:
-    return Hello(
-        protocol=PROTOCOL_VERSION,
-        agent_version="0.1.0",
-        backend="fake",
-        capture_mode="fake",
-        native_width=320,
-        native_height=200,
-    )
-
-
 @asynccontextmanager
 async def _linked(
     dispatcher: Dispatcher, desktop: FakeDesktop, reporter: DesktopStateReporter | None
 ) -> AsyncIterator[LinkedRig]:
     async with FakeGateway().running() as gateway:
-        link = AgentLink(gateway.url, RIG_TOKEN, _hello(), dispatcher, desktop_states=reporter)
+        link = AgentLink(gateway.url, RIG_TOKEN, fake_hello(), dispatcher, desktop_states=reporter)
         task = asyncio.create_task(link.run())
         try:
             yield LinkedRig(desktop, gateway, link)
