@@ -28,6 +28,7 @@ __all__ = [
     "ULONG_PTR",
     "WORD",
     "hresult",
+    "utf16_name",
 ]
 
 BYTE = ctypes.c_uint8
@@ -47,6 +48,12 @@ def hresult(code: int) -> int:
     """An HRESULT written as its 32-bit pattern (0x887A0027) → the signed value C has, which
     is also what comtypes reports in `COMError.hresult`."""
     return ctypes.c_int32(code & 0xFFFFFFFF).value
+
+
+def utf16_name(units: ctypes.Array[ctypes.c_uint16]) -> str:
+    """A WCHAR[n] field (NUL-terminated UTF-16) as text."""
+    raw = bytes(bytearray(b for unit in units for b in int(unit).to_bytes(2, "little")))
+    return raw.decode("utf-16-le", errors="replace").split("\0", 1)[0]
 
 
 class RECT(ctypes.Structure):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol, TypeVar
 
 from rigway.agent.backends.base import DesktopState
-from rigway.agent.backends.windows._ctypes_types import DWORD, LONG
+from rigway.agent.backends.windows._ctypes_types import DWORD, LONG, utf16_name
 from rigway.agent.backends.windows.abi import AbiDeclarations
 
 __all__ = [
@@ -152,12 +152,6 @@ class SessionInfo:
     station_name: str
 
 
-def _wide_text(units: ctypes.Array[ctypes.c_uint16]) -> str:
-    raw = bytes(units)
-    text = raw.decode("utf-16-le", errors="replace")
-    return text.split("\0", 1)[0]
-
-
 def parse_session_info(raw: bytes) -> SessionInfo | None:
     """The WTSINFOEXW WTSQuerySessionInformationW returned, copied out of its buffer;
     None when it is not a level-1 record (the only level Windows defines)."""
@@ -171,7 +165,7 @@ def parse_session_info(raw: bytes) -> SessionInfo | None:
         session_id=int(level1.SessionId),
         connect_state=int(level1.SessionState),
         session_flags=int(level1.SessionFlags) & 0xFFFF_FFFF,
-        station_name=_wide_text(level1.WinStationName),
+        station_name=utf16_name(level1.WinStationName),
     )
 
 

@@ -21,6 +21,7 @@ from rigway.agent.backends.windows._ctypes_types import (
     RECT,
     UINT,
     hresult,
+    utf16_name,
 )
 from rigway.agent.backends.windows.abi import AbiDeclarations, ComInterface
 
@@ -41,6 +42,7 @@ __all__ = [
     "LUID",
     "hresult",
     "hresult_name",
+    "utf16_name",
 ]
 
 
@@ -212,12 +214,6 @@ class D3D11_TEXTURE2D_DESC(ctypes.Structure):
         ("CPUAccessFlags", UINT),
         ("MiscFlags", UINT),
     )
-
-
-def utf16_name(units: ctypes.Array[ctypes.c_uint16]) -> str:
-    """A WCHAR[n] field (NUL-terminated UTF-16) as text."""
-    raw = bytes(bytearray(b for unit in units for b in int(unit).to_bytes(2, "little")))
-    return raw.decode("utf-16-le", errors="replace").split("\0", 1)[0]
 
 
 # --- COM interfaces --------------------------------------------------------------------
