@@ -15,10 +15,8 @@ import logging
 from collections.abc import Sequence
 
 from rigway.agent.backends.base import DESKTOP_STATES, Desktop, DesktopState
-from rigway.agent.input_runner import run_batch
 from rigway.agent.polled_reporter import PolledReporter
 from rigway.agent.safety import InputGuard
-from rigway.protocol import ops
 
 __all__ = [
     "DEFAULT_SAMPLE_INTERVAL_S",
@@ -26,7 +24,6 @@ __all__ = [
     "DesktopUnavailableError",
     "read_desktop_state",
     "require_drivable",
-    "run_batch_if_drivable",
 ]
 
 _log = logging.getLogger(__name__)
@@ -57,17 +54,6 @@ def read_desktop_state(desktop: Desktop) -> DesktopState:
         _log.error("the backend told an unknown desktop state %r", state)
         return "unknown"
     return state
-
-
-def run_batch_if_drivable(
-    desktop: Desktop, guard: InputGuard, events: Sequence[ops.InputEvent], *, epoch: int
-) -> int:
-    """`run_batch`, on the input worker, only while the desktop is "normal".
-
-    Otherwise no event is sent and `DesktopUnavailableError` is raised, after releasing
-    what an earlier `key_down` still holds (`require_drivable`)."""
-    require_drivable(desktop, guard)
-    return run_batch(guard, events, epoch=epoch)
 
 
 def require_drivable(desktop: Desktop, guard: InputGuard) -> None:
