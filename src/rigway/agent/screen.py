@@ -271,10 +271,11 @@ class ScreenService:
         mark = await self.damage_mark()
         last_change = started
         while True:
-            changed = await self.damage_since(mark)
+            # One poll answers both: what changed after `mark`, and the mark to watch next.
+            changed, latest = await self._run(self._polled_since_and_mark, mark)
             now = time.monotonic()
             if changed is None or changed:
-                mark = await self.damage_mark()
+                mark = latest
                 last_change = now
             if now - last_change >= quiet_s:
                 return True, now - started
@@ -314,6 +315,9 @@ class ScreenService:
             return None
         self._poll_damage(*self._desktop.native_size())
         return self._damage_log.since(mark)
+
+    def _polled_since_and_mark(self, mark: int) -> tuple[list[Rect] | None, int]:
+        return self._polled_since(mark), self._damage_log.mark
 
     def _poll_damage(self, width: int, height: int) -> None:
         if not self._desktop.has_damage:
