@@ -255,7 +255,7 @@ CHECKLIST = (
 
 class Probe(NamedTuple):
     title: str
-    redraw: list[float]  # when the pixels stop changing after an xdotool click
+    redraw: list[float]  # when the pixels stop changing after an in-process XTEST click
     rtt: list[float]  # input click + settle round trips (none without settle)
     waited: list[float]  # the host's settle waited_ms
     unsettled: int
