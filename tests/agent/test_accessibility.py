@@ -74,7 +74,9 @@ async def test_concurrent_callers_share_one_walk(
     first = asyncio.create_task(service.snapshot())
     await asyncio.to_thread(desktop.walk_started.wait, 5.0)
     second = asyncio.create_task(service.snapshot())
-    await asyncio.sleep(0)  # let the second caller join before the walk ends
+    # One turn of the loop runs the second task's first step, in which snapshot() joins
+    # the walk in flight (it waits for nothing before the join); no time needs to pass.
+    await asyncio.sleep(0)
     desktop.walk_gate.set()
     one, two = await asyncio.gather(first, second)
     assert desktop.walk_count == 1
@@ -96,7 +98,7 @@ async def test_one_caller_cancelled_does_not_cancel_the_shared_walk(
     impatient = asyncio.create_task(service.snapshot())
     await asyncio.to_thread(desktop.walk_started.wait, 5.0)
     patient = asyncio.create_task(service.snapshot())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one turn: the patient caller joins the walk (as above)
     impatient.cancel()
     desktop.walk_gate.set()
     snapshot = await patient

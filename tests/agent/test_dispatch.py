@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -249,7 +248,9 @@ async def test_marked_capture_shares_the_walk_with_targets(started: Rig) -> None
     targets = asyncio.create_task(started.call(ops.A11Y_TARGETS, session_id="s1"))
     await asyncio.to_thread(started.desktop.walk_started.wait, 5.0)
     capture = asyncio.create_task(started.call(ops.SCREEN_CAPTURE, session_id="s1", mark=True))
-    await asyncio.sleep(0)  # the capture joins the walk in flight
+    # One turn of the loop runs the capture task's first step, in which it joins the walk
+    # in flight (nothing before the join waits); no time needs to pass.
+    await asyncio.sleep(0)
     started.desktop.walk_gate.set()
     target_reply, capture_reply = await asyncio.gather(targets, capture)
     assert started.desktop.walk_count == 1
@@ -363,11 +364,12 @@ async def test_an_app_whose_launch_outlasts_its_session_is_killed(
     """The end's restore ran while the process was still starting: it knew no pid to
     kill, so the launch itself must not leave one behind."""
     resolve = apps_module.resolve_executable
-    resolving = threading.Event()
+    resolving, session_ended = threading.Event(), threading.Event()
 
     def slow_resolve(path: str, search_path: str | None = None) -> str:
+        # e.g. a PATH entry on a slow mount: the lookup outlasts the session's end.
         resolving.set()
-        time.sleep(0.3)  # e.g. a PATH entry on a slow mount
+        session_ended.wait(5)
         return resolve(path, search_path)
 
     monkeypatch.setattr(apps_module, "resolve_executable", slow_resolve)
@@ -380,8 +382,9 @@ async def test_an_app_whose_launch_outlasts_its_session_is_killed(
                 ops.APP_LAUNCH, {"session_id": "s1", "path": "sleep", "args": ["300"]}
             )
         )
-        await asyncio.to_thread(resolving.wait, 5)
+        assert await asyncio.to_thread(resolving.wait, 5)
         await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
+        session_ended.set()
         with pytest.raises(HostOpError) as refused:
             await launch
         assert refused.value.code == ops.ERROR_SESSION_MISMATCH

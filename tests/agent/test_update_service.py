@@ -73,9 +73,11 @@ class Gateway:
 class FakeLink:
     def __init__(self) -> None:
         self.connected = asyncio.Event()
+        self.waited_for = asyncio.Event()  # someone began waiting for the link
         self.active_session_id: str | None = None
 
     async def wait_connected(self) -> None:
+        self.waited_for.set()
         await self.connected.wait()
 
 
@@ -93,6 +95,7 @@ class Sleeps:
             action = self.then.pop(0)
             assert callable(action)
             action()
+        # No time passes, but the caller still gives way to the loop as a real sleep does.
         await asyncio.sleep(0)
 
 
@@ -182,7 +185,8 @@ async def test_first_check_waits_for_the_link(tmp_path: Path) -> None:
     service, _installs = _service(tmp_path, gateway)
     link = FakeLink()
     running = asyncio.create_task(service.run(link))
-    await asyncio.sleep(0)
+    async with asyncio.timeout(5):
+        await link.waited_for.wait()
     assert gateway.downloads == []
     assert not running.done()
     link.connected.set()

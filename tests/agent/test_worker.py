@@ -49,12 +49,20 @@ async def test_stop_iteration_does_not_hang_the_caller(worker: SerialWorker) -> 
         await asyncio.wait_for(worker.call(exhausted), 5)
 
 
+def _holding(started: threading.Event, gate: threading.Event) -> bool:
+    """Holds the worker until `gate` opens (at most 5 s), saying when it began."""
+    started.set()
+    return gate.wait(5)
+
+
 async def test_a_caller_that_gives_up_does_not_run_its_queued_call(worker: SerialWorker) -> None:
-    gate = threading.Event()
+    started, gate = threading.Event(), threading.Event()
     ran: list[str] = []
-    blocker = asyncio.ensure_future(worker.call(gate.wait, 5))
+    blocker = asyncio.ensure_future(worker.call(_holding, started, gate))
     queued = asyncio.ensure_future(worker.call(ran.append, "queued"))
-    await asyncio.sleep(0.05)
+    # Both tasks queue their calls in their first steps, which run before this wait can
+    # end: once the blocker holds the worker, the other call is waiting behind it.
+    assert await asyncio.to_thread(started.wait, 5)
     queued.cancel()
     gate.set()
     assert await blocker is True
@@ -95,10 +103,10 @@ def test_shutdown_cancels_queued_calls_and_refuses_new_ones() -> None:
 
 async def test_a_loop_call_cancelled_by_shutdown_raises_in_its_caller() -> None:
     serial = SerialWorker("test-shutdown-loop")
-    gate = threading.Event()
-    blocker = asyncio.ensure_future(serial.call(gate.wait, 5))
+    started, gate = threading.Event(), threading.Event()
+    blocker = asyncio.ensure_future(serial.call(_holding, started, gate))
     queued = asyncio.ensure_future(serial.call(lambda: "never"))
-    await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(started.wait, 5)  # the other call waits behind it
     serial.shutdown(wait=False, cancel_futures=True)
     gate.set()
     assert await blocker is True
