@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,6 +28,7 @@ from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
 from tests.agent.assembly import dispatcher_over
 from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway
 from tests.agent.fakes import FakeApps, RecordingDesktop
+from tests.support.log_records import log_records
 
 
 @dataclass
@@ -348,8 +348,9 @@ async def test_http_401_stops_with_auth_error(agent: Agent) -> None:
 
 async def test_stop_while_unreachable_returns(agent: Agent) -> None:
     link = agent.link("ws://127.0.0.1:9/v1/agent/connect")
-    task = asyncio.create_task(link.run())
-    await asyncio.sleep(0)
+    with log_records("rigway.agent.link") as records:
+        task = asyncio.create_task(link.run())
+        await records.wait_for("failed")  # the first dial failed: now backing off
     await link.stop()
     async with asyncio.timeout(5):
         await task
@@ -429,14 +430,18 @@ async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(
     agent: Agent, gateway: FakeGateway
 ) -> None:
     real_list_windows = agent.desktop.list_windows
-    listings: list[float] = []  # the start lists windows (baseline), the end again
+    listings = 0  # the start lists windows (baseline), the end again
+    start_listing, link_dropped = threading.Event(), threading.Event()
 
-    def slow_list_windows() -> frozenset[int]:
-        listings.append(time.monotonic())
-        time.sleep(0.4)  # the start is still running when the link drops
+    def held_list_windows() -> frozenset[int]:
+        nonlocal listings
+        listings += 1
+        if listings == 1:  # the start is still running when the link drops
+            start_listing.set()
+            link_dropped.wait(5)
         return real_list_windows()
 
-    agent.desktop.list_windows = slow_list_windows  # type: ignore[method-assign]
+    agent.desktop.list_windows = held_list_windows  # type: ignore[method-assign]
     link = agent.link(gateway.url, grace_s=0.3)
     task = asyncio.create_task(link.run())
     try:
@@ -446,14 +451,16 @@ async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(
         await connection.send(
             {"t": "req", "id": "g1", "op": ops.SESSION_START, "deadline_ms": 10_000, "body": start}
         )
-        await asyncio.sleep(0.1)
-        await connection.drop()
-        async with asyncio.timeout(5):
-            while len(listings) < 2:  # the grace's end lists the windows to close
-                await asyncio.sleep(0.02)
-            while agent.dispatcher.active_session_id is not None:
-                await asyncio.sleep(0.02)
+        assert await asyncio.to_thread(start_listing.wait, 5)
+        with log_records("rigway.agent.link") as records:
+            await connection.drop()
+            await records.wait_for("host link down")
+            link_dropped.set()
+            await records.wait_for("ended the local session")  # after the grace
+        assert listings == 2  # the grace's end listed the windows to close
+        assert agent.dispatcher.active_session_id is None
     finally:
+        link_dropped.set()
         await link.stop()
         async with asyncio.timeout(10):
             await task
