@@ -20,7 +20,7 @@ from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.link import AgentLink
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
-from rigway.cli.up import uvicorn_config
+from rigway.gateway.serving import ConnectionLimits, server_config
 from rigway.gateway.app import create_app
 from rigway.gateway.clock import Clock
 from rigway.gateway.keys.schemas import CreateKeyIn
@@ -151,13 +151,14 @@ async def running_stack(
     rigs: int = 1,
     clock: Clock | None = None,
     agent_settings: dict[str, Any] | None = None,
+    connection_limits: ConnectionLimits | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[Stack]:
     settings = GatewaySettings(state_dir=state_dir, database_url=database_url, **settings_overrides)
     app = create_app(settings, clock=clock)
     sock = _free_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", port, connection_limits))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     base_url = f"http://127.0.0.1:{port}"
     stack: Stack | None = None

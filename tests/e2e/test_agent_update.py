@@ -49,7 +49,7 @@ from rigway.agent.updater import (
     save_release_keys,
 )
 from rigway.cli.main import app as rigway_cli
-from rigway.cli.up import uvicorn_config
+from rigway.gateway.serving import server_config
 from rigway.gateway.app import create_app
 from rigway.gateway.services import Services
 from rigway.gateway.settings import GatewaySettings
@@ -159,7 +159,7 @@ async def _gateway(tmp_path: Path, database_url: str, **settings: Any) -> AsyncI
             **settings,
         )
     )
-    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", 0))
+    server = uvicorn.Server(server_config(app, "127.0.0.1", 0))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         async with asyncio.timeout(20):

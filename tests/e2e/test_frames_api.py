@@ -1,4 +1,4 @@
-"""Frames on the sim rig: every screenshot (fast lane and route) names one in
+"""Frames on the sim rig: every screenshot names one in
 X-Frame-Id, every observe with an image in frame_id; the gateway remembers what each
 showed, per session, and forgets a session's frames when it ends."""
 
@@ -12,9 +12,6 @@ from rigway.gateway.desktop.frames import Frame
 from tests.e2e.harness import Stack
 
 pytestmark = pytest.mark.postgres
-
-# An unknown query name makes the fast lane step aside: the route answers.
-VIA_ROUTE = {"via": "route"}
 
 
 def _frame(stack: Stack, session_id: str, frame_id: str) -> Frame:
@@ -31,7 +28,7 @@ async def _screenshot_frame(stack: Stack, session_id: str, **params: Any) -> str
     return frame_id
 
 
-async def test_a_fast_lane_screenshot_names_the_downscaled_desktop_it_shows(
+async def test_a_screenshot_names_the_downscaled_desktop_it_shows(
     stack: Stack,
 ) -> None:
     session_id = await stack.start_session()
@@ -42,10 +39,10 @@ async def test_a_fast_lane_screenshot_names_the_downscaled_desktop_it_shows(
     assert frame.to_native(480, 270) == (960, 540)
 
 
-async def test_a_route_screenshot_names_the_region_it_shows(stack: Stack) -> None:
+async def test_a_region_screenshot_names_the_region_it_shows(stack: Stack) -> None:
     session_id = await stack.start_session()
     region = {"x": 100, "y": 200, "w": 400, "h": 300}
-    frame_id = await _screenshot_frame(stack, session_id, **region, **VIA_ROUTE)
+    frame_id = await _screenshot_frame(stack, session_id, **region)
     frame = _frame(stack, session_id, frame_id)
     assert frame.region == (100, 200, 400, 300)
     assert (frame.image_width, frame.image_height) == (400, 300)
@@ -53,11 +50,11 @@ async def test_a_route_screenshot_names_the_region_it_shows(stack: Stack) -> Non
 
 async def test_every_screenshot_names_a_frame_of_its_own(stack: Stack) -> None:
     session_id = await stack.start_session()
-    lane = await _screenshot_frame(stack, session_id)
-    route = await _screenshot_frame(stack, session_id, **VIA_ROUTE)
+    first = await _screenshot_frame(stack, session_id)
+    smaller = await _screenshot_frame(stack, session_id, max_width=640)
     again = await _screenshot_frame(stack, session_id)
-    assert len({lane, route, again}) == 3
-    assert all(_frame(stack, session_id, f) for f in (lane, route, again))
+    assert len({first, smaller, again}) == 3
+    assert all(_frame(stack, session_id, f) for f in (first, smaller, again))
 
 
 async def test_an_observe_with_an_image_names_its_frame(stack: Stack) -> None:

@@ -28,10 +28,10 @@ from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
 from rigway.gateway.hostlink.registry import HostRegistry
-from rigway.gateway.http_server import CoalescingHttpToolsProtocol, DirectMessageWebSocketProtocol
 from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.releases.service import release_service_of
 from rigway.gateway.services import Services
+from rigway.gateway.serving import server_config
 from rigway.gateway.settings import GatewaySettings, load_settings
 
 LOCAL_ACCOUNT_NAME = "local"
@@ -57,23 +57,6 @@ class LocalCredentials:
         with os.fdopen(fd, "w") as file:
             json.dump(self.__dict__, file, indent=2)
         os.chmod(path, 0o600)
-
-
-def uvicorn_config(app: object, host: str, port: int) -> uvicorn.Config:
-    # Per-message deflate costs ~27 ms on a 487 KB JPEG (bench/ws_compression.py): off. The sans-I/O
-    # WebSocket protocol (with a direct way in for host-link frames) has no reader task
-    # per connection; the HTTP protocol sends a response's headers and body in one write.
-    return uvicorn.Config(
-        app,  # type: ignore[arg-type]
-        host=host,
-        port=port,
-        http=CoalescingHttpToolsProtocol,
-        ws=DirectMessageWebSocketProtocol,
-        ws_per_message_deflate=False,
-        ws_max_size=64 * 1024 * 1024,
-        log_level="warning",
-        lifespan="on",
-    )
 
 
 async def ensure_api_key(services: Services, account_id: str, previous: str | None) -> str:
@@ -200,7 +183,7 @@ async def run_local(
 ) -> None:
     app = create_app(settings)
     services: Services = app.state.services
-    server = uvicorn.Server(uvicorn_config(app, host, port))
+    server = uvicorn.Server(server_config(app, host, port))
     serving = asyncio.create_task(server.serve())
     agents: list[subprocess.Popen[bytes]] = []
     try:

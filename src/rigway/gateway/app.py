@@ -14,7 +14,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Scope
+from starlette.types import Scope
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
@@ -29,7 +29,6 @@ from rigway.gateway.clock import Clock, SystemClock
 from rigway.gateway.console.routes import router as console_router
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
 from rigway.gateway.desktop.body_limit import input_body_limit
-from rigway.gateway.desktop.fast_lane import ScreenshotFastLane
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.routes import send_input
@@ -240,7 +239,6 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         routes=_own_body_limits(settings, services.api_keys),
     )
     app.add_middleware(RequestIdMiddleware)
-    _put_fast_lane_in_front(app, services)
     return app
 
 
@@ -283,19 +281,6 @@ def _holds_an_api_key(api_keys: ApiKeyAuthenticator) -> Callable[[Scope], Awaita
         return True
 
     return admits
-
-
-def _put_fast_lane_in_front(app: FastAPI, services: Services) -> None:
-    """The screenshot fast lane goes outside every middleware layer (FastAPI's own
-    included): each layer is a coroutine and a `send` wrapper run on the hottest path.
-    The lane does the outer layers' work itself (request id, 500 guard) and steps aside
-    for any request with a body."""
-    build_default_stack = app.build_middleware_stack
-
-    def build_middleware_stack() -> ASGIApp:
-        return ScreenshotFastLane(build_default_stack(), services)
-
-    app.build_middleware_stack = build_middleware_stack  # type: ignore[method-assign]
 
 
 def _declare_400_not_422(app: FastAPI) -> None:

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Any, cast
 
 from starlette.websockets import WebSocket
 
 from rigway.gateway.hostlink.connection import HostConnection
-from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION
 from rigway.protocol import PROTOCOL_VERSION, Hello, ops
 
 
@@ -39,31 +37,40 @@ class DeafHostSocket:
 
 
 class HearingHostSocket:
-    """A WebSocket whose sends return at once and whose messages the test delivers
-    through the server's direct way in (`rigway.message_sink`)."""
+    """A WebSocket whose sends return at once and whose messages the test delivers,
+    as the server's `receive()` would hand them over."""
 
     def __init__(self) -> None:
         self.sent: list[str] = []
-        self._sink: Callable[[str | bytes], None] | None = None
-        self._closed = asyncio.Event()
-        self.scope = {"extensions": {MESSAGE_SINK_EXTENSION: self._take_messages}}
+        self._messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._handed_over = False
 
-    def _take_messages(self, sink: Callable[[str | bytes], None]) -> None:
-        self._sink = sink
-
-    def deliver(self, message: str | bytes) -> None:
-        assert self._sink is not None, "the connection has not taken its messages"
-        self._sink(message)
+    async def deliver(self, message: str | bytes) -> None:
+        """Hand `message` to the connection; returns once the connection has handled it
+        (it asks for the next message, or has stopped)."""
+        key = "text" if isinstance(message, str) else "bytes"
+        await self._messages.put({"type": "websocket.receive", key: message})
+        await self._messages.join()
 
     async def send_text(self, text: str) -> None:
         self.sent.append(text)
 
     async def receive(self) -> dict[str, Any]:
-        await self._closed.wait()
-        return {"type": "websocket.disconnect", "code": 1000}
+        if self._handed_over:
+            self._handed_over = False
+            self._messages.task_done()  # the connection came back: it handled the last
+        message = await self._messages.get()
+        if message["type"] == "websocket.disconnect":
+            self._messages.task_done()
+        else:
+            self._handed_over = True
+        return message
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
-        self._closed.set()
+        if self._handed_over:
+            self._handed_over = False
+            self._messages.task_done()
+        self._messages.put_nowait({"type": "websocket.disconnect", "code": code})
 
 
 def host_connection(

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import pytest
 
 from rigway.gateway.hostlink.connection import (
     HostOpError,
-    HostReply,
     HostTimeoutError,
 )
 from rigway.protocol import (
     Request,
     decode_frame,
-    encode_binary,
     encode_text,
 )
 from tests.gateway.hostlink.host_sockets import DeafHostSocket, HearingHostSocket, host_connection
@@ -52,7 +49,7 @@ async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
     assert bytes(payload) == b""
 
 
-# ---- a reply callback: the reply as it is read ---------------------------------------------
+# ---- replies -------------------------------------------------------------------------
 
 
 async def _sent_request_id(socket: HearingHostSocket, count: int) -> str:
@@ -63,64 +60,13 @@ async def _sent_request_id(socket: HearingHostSocket, count: int) -> str:
     return request_id
 
 
-async def test_a_reply_callback_hears_a_reply_before_its_request_returns() -> None:
-    socket = HearingHostSocket()
-    connection = host_connection(socket)
-    serving = asyncio.create_task(connection.serve())
-    heard: list[tuple[dict[str, Any], bytes, bool]] = []
-
-    def on_reply(reply: HostReply) -> None:
-        heard.append((reply.body, bytes(reply.payload), request.done()))
-
-    request = asyncio.create_task(connection.request("screen/capture", {}, 5.0, on_reply))
-    request_id = await _sent_request_id(socket, 1)
-    socket.deliver(
-        encode_binary({"t": "res", "id": request_id, "ok": True, "body": {"w": 8}}, b"J")
-    )
-    assert heard == [({"w": 8}, b"J", False)]  # during the delivery, the task not yet woken
-    reply = await request
-    assert (reply.body, bytes(reply.payload)) == ({"w": 8}, b"J")
-    await connection.close()
-    await serving
-
-
-async def test_a_failing_reply_callback_leaves_the_reply_and_the_link(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    socket = HearingHostSocket()
-    connection = host_connection(socket)
-    serving = asyncio.create_task(connection.serve())
-
-    def broken(_reply: HostReply) -> None:
-        raise RuntimeError("a bug")
-
-    request = asyncio.create_task(connection.request("screen/capture", {}, 5.0, broken))
-    socket.deliver(encode_text({"t": "res", "id": await _sent_request_id(socket, 1), "ok": True}))
-    assert (await request).body == {}
-    assert "a reply callback for rig_test failed" in caplog.text
-    heard: list[HostReply] = []
-    request = asyncio.create_task(connection.request("screen/dirty", {}, 5.0, heard.append))
-    error = {"code": "host_error", "detail": "no"}
-    socket.deliver(
-        encode_text(
-            {"t": "res", "id": await _sent_request_id(socket, 2), "ok": False, "error": error}
-        )
-    )
-    with pytest.raises(HostOpError):
-        await request
-    assert heard == []  # an error reply is its request's to raise, not the callback's
-    assert connection.is_open
-    await connection.close()
-    await serving
-
-
 async def test_a_failed_reply_carries_its_body_to_the_caller() -> None:
     socket = HearingHostSocket()
     connection = host_connection(socket)
     serving = asyncio.create_task(connection.serve())
     request = asyncio.create_task(connection.request("input/batch", {}, 5.0))
     stopped = {"events": [], "stopped_at": 0, "rects": []}
-    socket.deliver(
+    await socket.deliver(
         encode_text(
             {
                 "t": "res",
@@ -140,7 +86,7 @@ async def test_a_failed_reply_carries_its_body_to_the_caller() -> None:
     )
     request = asyncio.create_task(connection.request("input/batch", {}, 5.0))
     error = {"code": "host_error", "detail": "no"}
-    socket.deliver(
+    await socket.deliver(
         encode_text(
             {"t": "res", "id": await _sent_request_id(socket, 2), "ok": False, "error": error}
         )

@@ -42,7 +42,7 @@ async def test_a_state_note_replaces_the_state(
     served: tuple[HearingHostSocket, HostConnection],
 ) -> None:
     socket, connection = served
-    socket.deliver(_note(ops.DESKTOP_STATE, {"state": "locked"}))
+    await socket.deliver(_note(ops.DESKTOP_STATE, {"state": "locked"}))
     assert connection.desktop_state == "locked"
 
 
@@ -50,7 +50,7 @@ async def test_a_note_naming_no_known_state_is_dropped(
     served: tuple[HearingHostSocket, HostConnection],
 ) -> None:
     socket, connection = served
-    socket.deliver(_note(ops.DESKTOP_STATE, {"state": "asleep"}))
+    await socket.deliver(_note(ops.DESKTOP_STATE, {"state": "asleep"}))
     assert (connection.desktop_state, connection.is_open) == ("normal", True)
 
 
@@ -58,5 +58,5 @@ async def test_a_note_of_an_unknown_op_is_ignored(
     served: tuple[HearingHostSocket, HostConnection],
 ) -> None:
     socket, connection = served
-    socket.deliver(_note("desktop/weather", {"state": "locked"}))
+    await socket.deliver(_note("desktop/weather", {"state": "locked"}))
     assert (connection.desktop_state, connection.is_open) == ("normal", True)

@@ -42,7 +42,7 @@ async def test_a_displays_note_replaces_the_displays(
     served: tuple[HearingHostSocket, HostConnection],
 ) -> None:
     socket, connection = served
-    socket.deliver(_note({"displays": [MAIN, LEFT]}))
+    await socket.deliver(_note({"displays": [MAIN, LEFT]}))
     assert connection.displays == [DisplayInfo(**MAIN), DisplayInfo(**LEFT)]
 
 
@@ -50,5 +50,5 @@ async def test_a_note_with_too_many_displays_is_dropped(
     served: tuple[HearingHostSocket, HostConnection],
 ) -> None:
     socket, connection = served
-    socket.deliver(_note({"displays": [MAIN] * (MAX_DISPLAYS + 1)}))
+    await socket.deliver(_note({"displays": [MAIN] * (MAX_DISPLAYS + 1)}))
     assert (connection.displays, connection.is_open) == ([], True)

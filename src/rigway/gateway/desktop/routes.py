@@ -120,8 +120,8 @@ _FRAME_ID_HEADER = {
 async def screenshot(
     request: Request, session_id: str, caller: ApiCaller, screen: Screen
 ) -> Response:
-    """The well-formed call is answered by the fast lane (`fast_lane.py`) before it
-    gets here; this route documents it and answers the rest."""
+    """The desktop as a JPEG: the whole screen, or the region `x`,`y`,`w`,`h`, scaled
+    down to `max_width` when given."""
     live = await _live(request, session_id, caller, "sessions")
     return screenshot_response(await services_of(request).desktop.screenshot(live, screen))
 

@@ -11,7 +11,6 @@ import asyncio
 import base64
 import contextlib
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -47,7 +46,6 @@ from rigway.gateway.hostlink.connection import (
     HostReply,
     HostTimeoutError,
     HostUnavailableError,
-    ReplyCallback,
 )
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.sessions.live import LiveSession
@@ -154,15 +152,12 @@ class DesktopService:
         body: dict[str, Any],
         timeout_s: float,
         what: str,
-        on_reply: ReplyCallback | None = None,
     ) -> HostReply:
         connection: HostConnection | None = self._registry.get(live.rig_id)
         if connection is None:
             raise HostError("the host is not connected")
         try:
-            return await connection.request(
-                op, {"session_id": live.id, **body}, timeout_s, on_reply
-            )
+            return await connection.request(op, {"session_id": live.id, **body}, timeout_s)
         except HostOpError as exc:
             if exc.code == ops.ERROR_SESSION_MISMATCH:
                 # The host no longer runs it: make the record agree with the 410.
@@ -190,15 +185,10 @@ class DesktopService:
         *,
         mark: bool = False,
         counts_as_activity: bool = True,
-        on_shot: Callable[[Screenshot], None] | None = None,
     ) -> Screenshot:
         """`counts_as_activity=False` for the owner's console peek: only the API
         caller's own screenshots, observes and input keep a session alive, and only
-        those are remembered as frames (`Screenshot.frame`).
-
-        `on_shot`, when given, gets the screenshot by a plain call as the host's reply
-        is read, before this coroutine resumes: the fast lane answers its HTTP request
-        from there (docs/decisions/0009-screenshot-answered-from-the-reply.md)."""
+        those are remembered as frames (`Screenshot.frame`)."""
         self.check_region(live, params.region)
         body = ops.ScreenCapture(
             session_id=live.id,
@@ -208,33 +198,20 @@ class DesktopService:
             mark=mark,
         ).model_dump(exclude={"session_id"})
         started = time.perf_counter()
-        shot: Screenshot | None = None
-
-        def take(reply: HostReply) -> None:
-            nonlocal shot
-            try:
-                captured = ops.ScreenCaptured.model_validate(reply.body)
-            except ValidationError:
-                return  # the 502 below, from this coroutine
-            link_ms = (time.perf_counter() - started) * 1000
-            frame = self._remember(live, params, captured) if counts_as_activity else None
-            shot = Screenshot(reply.payload, captured, link_ms, frame)
-            if on_shot is not None:
-                on_shot(shot)
-
         reply = await self._call(
-            live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot", take
+            live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"
         )
+        link_ms = (time.perf_counter() - started) * 1000
+        captured = _parse_reply(ops.ScreenCaptured, reply.body)
+        frame = None
         if counts_as_activity:
+            frame = self._remember(live, params, captured)
             self._sessions.record_activity(live)
             if self._sessions.live.get(live.id) is None:
                 # It ended while the host answered, after its frames were forgotten:
                 # the one just remembered must not outlive it.
                 self.frames.forget_session(live.id)
-        if shot is None:  # `take` could not read it: `_parse_reply` says why, as a 502
-            link_ms = (time.perf_counter() - started) * 1000
-            shot = Screenshot(reply.payload, _parse_reply(ops.ScreenCaptured, reply.body), link_ms)
-        return shot
+        return Screenshot(reply.payload, captured, link_ms, frame)
 
     def _remember(
         self, live: LiveSession, params: ScreenParams, captured: ops.ScreenCaptured

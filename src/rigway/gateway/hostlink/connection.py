@@ -18,12 +18,11 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from rigway.gateway.http_server import MESSAGE_SINK_EXTENSION, MessageSink
 from rigway.protocol import Hello, Note, Ping, Pong, Reply, Request, decode_frame, encode_text, ops
 from rigway.protocol.displays import DESKTOP_DISPLAYS, DisplayInfo, DisplaysNote
 from rigway.protocol.framing import FramingError
@@ -37,9 +36,6 @@ AgentRequestHandler = Callable[[str, "HostConnection", dict[str, Any]], Awaitabl
 class HostReply:
     body: dict[str, Any]
     payload: memoryview  # into the frame it came in
-
-
-ReplyCallback = Callable[[HostReply], None]
 
 
 class HostTimeoutError(Exception):
@@ -86,7 +82,6 @@ class HostConnection:
         self._monotonic = monotonic
         self._on_agent_request = on_agent_request
         self._pending: dict[str, asyncio.Future[HostReply]] = {}
-        self._reply_callbacks: dict[str, ReplyCallback] = {}
         self._ids = itertools.count(1)
         self._send_lock = asyncio.Lock()
         self._last_heard = monotonic()
@@ -103,20 +98,15 @@ class HostConnection:
         op: str,
         body: dict[str, Any],
         timeout_s: float,
-        on_reply: ReplyCallback | None = None,
     ) -> HostReply:
-        """The host's reply to `op`. `on_reply`, when given, gets a successful reply
-        first, by a plain call as the frame is read, before this task wakes: the
-        screenshot lane answers its HTTP request from there
-        (docs/decisions/0009-screenshot-answered-from-the-reply.md). What it raises
-        is logged and leaves the reply to this call's return."""
+        """The host's reply to `op`: its body, and its binary payload as a view into
+        the frame it came in (a screenshot's JPEG, not copied on the way to the
+        response)."""
         if not self.is_open:
             raise HostUnavailableError("the host link is closed")
         request_id = f"g{next(self._ids)}"
         waiter: asyncio.Future[HostReply] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = waiter
-        if on_reply is not None:
-            self._reply_callbacks[request_id] = on_reply
         # The `Request` frame, built as the dict it dumps to: validating what this
         # gateway itself wrote only to dump it again cost a model round trip per call.
         message = {
@@ -136,22 +126,11 @@ class HostConnection:
             raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
         finally:
             self._pending.pop(request_id, None)
-            self._reply_callbacks.pop(request_id, None)
 
     async def serve(self) -> None:
-        """Run until the link closes; fails every pending request when it does.
-
-        Under the gateway's own server (`http_server.DirectMessageWebSocketProtocol`)
-        frames arrive by a direct call as they are parsed, and the receive loop below
-        sees only the disconnect; under any other ASGI server they come through it."""
+        """Run until the link closes; fails every pending request when it does."""
         heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            extensions = self._websocket.scope.get("extensions") or {}
-            take_messages = cast(
-                "Callable[[MessageSink], None] | None", extensions.get(MESSAGE_SINK_EXTENSION)
-            )
-            if take_messages is not None:
-                take_messages(self._on_message)
             while True:
                 message = await self._websocket.receive()
                 if message["type"] == "websocket.disconnect":
@@ -181,7 +160,7 @@ class HostConnection:
         self._closed.set()
 
     def _on_message(self, raw: str | bytes) -> None:
-        """One frame from the host, by either way in."""
+        """One frame from the host."""
         if self._undecodable:
             return
         self._last_heard = self._monotonic()
@@ -217,16 +196,8 @@ class HostConnection:
         waiter = self._pending.get(reply.id)
         if waiter is None or waiter.done():
             return
-        on_reply = self._reply_callbacks.pop(reply.id, None)
         if reply.ok:
-            result = HostReply(reply.body, payload)
-            if on_reply is not None:
-                try:
-                    on_reply(result)
-                except Exception:
-                    # Its caller still gets the reply; the link must go on reading.
-                    logger.exception("a reply callback for %s failed", self.rig_id)
-            waiter.set_result(result)
+            waiter.set_result(HostReply(reply.body, payload))
         else:
             error = reply.error
             code, detail = (error.code, error.detail) if error is not None else ("host_error", "")
@@ -282,7 +253,6 @@ class HostConnection:
             if not waiter.done():
                 waiter.set_exception(HostUnavailableError("the host link closed"))
         self._pending.clear()
-        self._reply_callbacks.clear()
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
