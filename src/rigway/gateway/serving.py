@@ -35,7 +35,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httptools
 import uvicorn
@@ -100,8 +100,8 @@ class BoundedConnection(asyncio.Protocol):
     # ---- the asyncio Protocol, passed on -----------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's is not a subclass of asyncio's, so no isinstance).
+        self._transport = cast(asyncio.Transport, transport)
         self._arm(self._limits.head_timeout_s, self._head_timed_out)
         self._inner.connection_made(transport)
 
