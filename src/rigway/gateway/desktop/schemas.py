@@ -33,8 +33,7 @@ class QueryBounds:
     high: int
 
 
-# The integer query parameters of screenshot and observe, with their bounds: the one
-# place both the documented routes and the screenshot fast lane read them from.
+# The integer query parameters of screenshot and observe, with their bounds.
 SCREEN_QUERY_BOUNDS: dict[str, QueryBounds] = {
     "max_width": QueryBounds(16, 16384),
     "quality": QueryBounds(40, 100),
