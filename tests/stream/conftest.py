@@ -3,17 +3,17 @@ reach (captured where the runner builds them)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aioice.ice
-import aiortc.codecs.h264 as aiortc_h264
 import pytest
 
 from rigway.agent import runner
 from rigway.agent.screen import ScreenService
-from rigway.agent.stream import StreamControl, StreamSettings
+from rigway.agent.stream import StreamControl, StreamSettings, aiortc_adaptation
 from rigway.agent.stream.publisher import StreamPublisher, pin_host_addresses_to_loopback
+from rigway.agent.worker import SerialWorker
 from tests.e2e.harness import Stack, running_stack
 
 # Media stays on 127.0.0.1: aioice offers only it, and the agent drops every other
@@ -22,7 +22,31 @@ LOOPBACK = StreamSettings(loopback_only=True)
 
 
 @pytest.fixture
-def publishers(monkeypatch: pytest.MonkeyPatch) -> list[StreamPublisher]:
+def screen_worker() -> Iterator[SerialWorker]:
+    worker = SerialWorker("test-screen")
+    yield worker
+    worker.shutdown(wait=True)
+
+
+@pytest.fixture
+def aiortc_encoders_restored() -> Iterator[None]:
+    """A publisher installs its encoder into aiortc process-wide: aiortc's own again after."""
+    yield
+    aiortc_adaptation.uninstall()
+
+
+@pytest.fixture
+def loopback_media(monkeypatch: pytest.MonkeyPatch) -> None:
+    """aioice offers 127.0.0.1 only, for the test's own aiortc viewers too; the no-op
+    setting makes monkeypatch put aioice's lookup back after the test."""
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", aioice.ice.get_host_addresses)
+    pin_host_addresses_to_loopback()
+
+
+@pytest.fixture
+def publishers(
+    monkeypatch: pytest.MonkeyPatch, aiortc_encoders_restored: None, loopback_media: None
+) -> list[StreamPublisher]:
     built: list[StreamPublisher] = []
     real_open = runner.open_streams
 
@@ -33,13 +57,6 @@ def publishers(monkeypatch: pytest.MonkeyPatch) -> list[StreamPublisher]:
         return streams
 
     monkeypatch.setattr(runner, "open_streams", capture)
-    # The publisher patches aioice and aiortc's encoder module process-wide; these
-    # no-op settings make monkeypatch put the originals back after the test.
-    monkeypatch.setattr(aioice.ice, "get_host_addresses", aioice.ice.get_host_addresses)
-    for name in ("av", "MIN_BITRATE", "DEFAULT_BITRATE", "MAX_BITRATE", "MAX_FRAME_RATE"):
-        monkeypatch.setattr(aiortc_h264, name, getattr(aiortc_h264, name))
-    # The test's own aiortc viewers offer 127.0.0.1 too.
-    pin_host_addresses_to_loopback()
     return built
 
 

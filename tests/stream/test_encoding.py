@@ -4,11 +4,7 @@ a network."""
 from __future__ import annotations
 
 import asyncio
-import fractions
-from collections.abc import Iterator
 
-import aiortc.codecs.h264 as aiortc_h264
-import av
 import numpy as np
 import pytest
 
@@ -90,31 +86,6 @@ def test_low_latency_options() -> None:
 )  # fmt: skip
 def test_the_h264_level_fits_the_picture(size: tuple[int, int], fps: int, level: str) -> None:
     assert encoders.h264_level(*size, fps) == level
-
-
-@pytest.fixture
-def restore_aiortc() -> Iterator[None]:
-    saved = {name: getattr(aiortc_h264, name) for name in
-             ("av", "MIN_BITRATE", "DEFAULT_BITRATE", "MAX_BITRATE", "MAX_FRAME_RATE")}  # fmt: skip
-    yield
-    for name, value in saved.items():
-        setattr(aiortc_h264, name, value)
-
-
-@pytest.mark.usefixtures("restore_aiortc")
-def test_aiortc_encodes_with_our_preset_and_level() -> None:
-    encoders.install("libx264", EncoderTuning(preset="veryfast", bitrate=4_000_000))
-    encoder = aiortc_h264.H264Encoder()
-    assert encoder.target_bitrate == 4_000_000
-    frame = av.VideoFrame.from_ndarray(np.zeros((1080, 1920, 3), np.uint8), format="bgr24")
-    frame.pts, frame.time_base = 0, fractions.Fraction(1, 90000)
-    payloads, _ = encoder.encode(frame, force_keyframe=True)
-    # x264 writes its settings into the first keyframe: veryfast is ref=1 subme=2.
-    sei = b"".join(payloads)
-    settings = sei[sei.find(b"x264 - core") :].split(b"\x00", 1)[0].decode("latin-1")
-    assert " ref=1 " in settings, settings
-    assert " subme=2 " in settings, settings
-    assert " keyint=300 " in settings, settings
 
 
 # ---- SDP ------------------------------------------------------------------------------
@@ -233,13 +204,6 @@ async def test_a_still_desktop_encodes_nothing_but_a_slow_keepalive() -> None:
 # ---- the damage fan-out: streams and the API each see every change --------------------
 
 
-@pytest.fixture
-def screen_worker() -> Iterator[SerialWorker]:
-    worker = SerialWorker("test-screen")
-    yield worker
-    worker.shutdown(wait=True)
-
-
 async def test_a_stream_watch_does_not_steal_the_apis_dirty_rects(
     screen_worker: SerialWorker,
 ) -> None:
@@ -263,7 +227,7 @@ async def test_a_stream_watch_does_not_steal_the_apis_dirty_rects(
     await screen.close_watch(second)
 
 
-@pytest.mark.usefixtures("restore_aiortc")
+@pytest.mark.usefixtures("aiortc_encoders_restored")
 async def test_the_publisher_refuses_offers_it_cannot_answer(
     screen_worker: SerialWorker,
 ) -> None:

@@ -1,11 +1,10 @@
-"""Which H.264 encoder, and aiortc's encoder tuned for latency without forking aiortc.
+"""Which H.264 encoder, and how it is opened for low latency (PyAV only).
 
-aiortc's `H264Encoder` hard-codes libx264 with x264's default preset (medium: 41 fps
-at 1080p here), level 3.1, 0.5 to 3 Mbit/s and 30 fps. `install` wraps
-the CodecContext that aiortc creates: the
-codec name, pixel format and options become ours, everything else stays aiortc's
-(packetisation, keyframe requests, bit-rate estimates). It is process-wide, like the
-encoder class it wraps: the last `install` wins.
+aiortc's own `H264Encoder` hard-codes libx264 with x264's default preset (medium: 41 fps
+at 1080p here), level 3.1, 0.5 to 3 Mbit/s and 30 fps. The agent encodes with its own
+encoder instead (`h264_encoder.TunedH264Encoder`), opened here: the codec, pixel format,
+level, preset, key-frame interval and bit rates are ours. Why this needs one adaptation
+of aiortc, and where it lives: `docs/decisions/` (the aiortc encoder record).
 
 Hardware encoders (NVENC, AMF, Quick Sync, Media Foundation) are listed by PyAV even
 where no such hardware exists, so a candidate must also open: `choose_h264_encoder`
@@ -19,9 +18,8 @@ import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import cast
 
-import aiortc.codecs.h264 as aiortc_h264
 import av
 from av.video.codeccontext import VideoCodecContext
 
@@ -32,7 +30,7 @@ __all__ = [
     "choose_h264_encoder",
     "encoder_options",
     "h264_level",
-    "install",
+    "open_h264_context",
     "pixel_format",
     "probe_h264_encoder",
 ]
@@ -124,81 +122,35 @@ def encoder_options(name: str, tuning: EncoderTuning, width: int, height: int) -
     return common
 
 
+def open_h264_context(
+    name: str, tuning: EncoderTuning, width: int, height: int, bitrate: int
+) -> VideoCodecContext:
+    """An open encoder `name` for `width`x`height` pictures at `bitrate` bit/s, with
+    the low-latency options; raises PyAV's error when it does not open here."""
+    context = cast(VideoCodecContext, av.CodecContext.create(name, "w"))
+    context.width, context.height = width, height
+    context.pix_fmt = pixel_format(name)
+    context.time_base = fractions.Fraction(1, tuning.fps)
+    context.framerate = fractions.Fraction(tuning.fps, 1)
+    context.bit_rate = bitrate
+    context.options = encoder_options(name, tuning, width, height)
+    if name == SOFTWARE_H264:
+        # The profile WebRTC offers (42e01f / 42001f); hardware encoders take theirs as
+        # an option, in their own spelling (`encoder_options`).
+        context.profile = "Baseline"
+    context.open()
+    return context
+
+
 @functools.cache
 def probe_h264_encoder(name: str) -> bool:
     """True when PyAV has `name` and it opens here (a GPU and its driver are present)."""
     if name not in av.codecs_available:
         return False
     try:
-        context = cast(VideoCodecContext, av.CodecContext.create(name, "w"))
-        context.width, context.height = _PROBE_SIZE
-        context.pix_fmt = pixel_format(name)
-        context.time_base = fractions.Fraction(1, 30)
-        context.framerate = fractions.Fraction(30, 1)
-        context.bit_rate = 1_000_000
-        context.options = encoder_options(name, EncoderTuning(), *_PROBE_SIZE)
-        context.open()
+        open_h264_context(name, EncoderTuning(), *_PROBE_SIZE, bitrate=1_000_000)
     except Exception as exc:
         # Every failure means "not here": no device, no driver, no licence slot.
         _log.debug("encoder %s does not open: %s", name, exc)
         return False
     return True
-
-
-def install(name: str, tuning: EncoderTuning) -> None:
-    """Make aiortc's H.264 encoder use `name` with low-latency options and our bit rates."""
-    aiortc_h264.MIN_BITRATE = tuning.min_bitrate
-    aiortc_h264.DEFAULT_BITRATE = tuning.bitrate
-    aiortc_h264.MAX_BITRATE = tuning.max_bitrate
-    aiortc_h264.MAX_FRAME_RATE = tuning.fps
-    setattr(aiortc_h264, "av", _AvWithTunedH264(name, tuning))  # noqa: B010 (not exported)
-    _log.info("H.264 encoder: %s (%s)", name, tuning)
-
-
-class _TunedContext:
-    """aiortc's encoder context, with our codec, pixel format and options."""
-
-    def __init__(self, context: Any, name: str, tuning: EncoderTuning) -> None:
-        object.__setattr__(self, "_context", context)
-        object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_tuning", tuning)
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(self._context, attribute)
-
-    def __setattr__(self, attribute: str, value: Any) -> None:
-        if attribute == "options":
-            ours = encoder_options(
-                self._name, self._tuning, self._context.width, self._context.height
-            )
-            # libx264: aiortc's options with ours on top; a hardware encoder would
-            # reject x264's option names, so it gets ours alone.
-            value = {**value, **ours} if self._name == SOFTWARE_H264 else ours
-        elif attribute == "pix_fmt":
-            value = pixel_format(self._name)
-        elif attribute == "profile" and self._name != SOFTWARE_H264:
-            return  # set through the options above, in the encoder's own spelling
-        setattr(self._context, attribute, value)
-
-
-class _TunedCodecContext:
-    """Stands in for `av.CodecContext` inside aiortc's h264 module."""
-
-    def __init__(self, name: str, tuning: EncoderTuning) -> None:
-        self._name = name
-        self._tuning = tuning
-
-    def create(self, codec: str, mode: Literal["r", "w"] = "r") -> Any:
-        if codec == SOFTWARE_H264 and mode == "w":
-            return _TunedContext(av.CodecContext.create(self._name, "w"), self._name, self._tuning)
-        return av.CodecContext.create(codec, mode)
-
-
-class _AvWithTunedH264:
-    """The `av` module as aiortc's h264 module sees it: all of PyAV, tuned encoders."""
-
-    def __init__(self, name: str, tuning: EncoderTuning) -> None:
-        self.CodecContext = _TunedCodecContext(name, tuning)
-
-    def __getattr__(self, attribute: str) -> Any:
-        return getattr(av, attribute)

@@ -34,7 +34,7 @@ from aiortc.sdp import candidate_from_sdp
 
 from rigway.agent.backends.base import Pixels
 from rigway.agent.screen import ScreenService, StreamWatch
-from rigway.agent.stream import encoders
+from rigway.agent.stream import aiortc_adaptation, encoders
 from rigway.agent.stream.sdp import (
     UnsupportedOfferError,
     is_loopback_candidate,
@@ -105,6 +105,9 @@ class StreamPublisher:
         *,
         choose_encoder: ChooseEncoder = auto_encoder,
     ) -> None:
+        # Refuse at agent start, not at the first viewer: an aiortc release the encoder
+        # adaptation was not written for could stream with aiortc's untuned encoder.
+        aiortc_adaptation.check_aiortc_version(aiortc_adaptation.installed_aiortc_version())
         self._screen = screen
         self._settings = settings
         self._choose_encoder = choose_encoder
@@ -237,7 +240,7 @@ class StreamPublisher:
                 # Probing opens hardware encoders: seconds on a cold GPU driver, so it
                 # runs off the loop, once.
                 name = await asyncio.to_thread(self._choose_encoder, self._settings.encoder)
-                encoders.install(name, self._tuning())
+                aiortc_adaptation.install(name, self._tuning())
                 self._encoder = name
             return self._encoder
 
