@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import threading
 from collections.abc import AsyncIterator
@@ -9,8 +10,9 @@ from typing import Any, cast
 
 import pytest
 import simplejpeg
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection, serve
-from websockets.protocol import State
+from websockets.exceptions import ConnectionClosedError
 
 from rigway.agent.backends.base import AccessibilitySnapshot, Pixels, WalkBudget
 from rigway.agent.backends.sim import SimDesktop
@@ -22,7 +24,6 @@ from rigway.agent.link import (
     LinkUnavailableError,
     backoff_delay_s,
 )
-from rigway.agent.link_connection import DirectClientConnection
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import PROTOCOL_VERSION, Hello, encode_text, ops
 from tests.agent.assembly import dispatcher_over
@@ -468,31 +469,26 @@ async def test_a_session_started_as_the_link_drops_still_ends_after_the_grace(
 
 class LinkSpy:
     """Counts the replies a link sends through its ordinary `_send`, and signals each
-    frame the screen worker hands to `_write_answer`."""
+    reply the screen worker hands to `_send_answer`."""
 
     def __init__(self, link: AgentLink, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent_replies: list[str] = []
-        self.answers_written = asyncio.Event()
-        send, write_answer = link._send, link._write_answer
+        self.answers_handed_over = asyncio.Event()
+        send, send_answer = link._send, link._send_answer
 
         async def counting_send(
-            ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+            ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
         ) -> None:
             if message.get("t") == "res":
                 self.sent_replies.append(message["id"])
             await send(ws, message, payload)
 
-        def signalling_write(
-            ws: DirectClientConnection,
-            frame: list[bytes],
-            message: dict[str, Any],
-            payload: bytes,
-        ) -> None:
-            write_answer(ws, frame, message, payload)
-            self.answers_written.set()
+        def signalling_send_answer(ws: ClientConnection, data: bytes) -> None:
+            send_answer(ws, data)
+            self.answers_handed_over.set()
 
         monkeypatch.setattr(link, "_send", counting_send)
-        monkeypatch.setattr(link, "_write_answer", signalling_write)
+        monkeypatch.setattr(link, "_send_answer", signalling_send_answer)
 
 
 async def _settled(connection: AgentConnection) -> None:
@@ -502,7 +498,7 @@ async def _settled(connection: AgentConnection) -> None:
         await connection.pongs.get()
 
 
-async def test_a_capture_reply_is_written_once_by_the_screen_worker(
+async def test_a_capture_reply_is_sent_once_from_the_screen_worker(
     link: AgentLink, gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     connection = await gateway.next_connection()
@@ -510,7 +506,7 @@ async def test_a_capture_reply_is_written_once_by_the_screen_worker(
     spy = LinkSpy(link, monkeypatch)
     reply = await connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 320})
     assert simplejpeg.decode_jpeg_header(reply.payload)[:2] == (180, 320)
-    assert spy.answers_written.is_set()
+    assert spy.answers_handed_over.is_set()
     dirty = await connection.request(ops.SCREEN_DIRTY, {"session_id": "s1"})
     await _settled(connection)
     # Only the dirty read took the ordinary path; the capture was answered exactly once.
@@ -518,11 +514,11 @@ async def test_a_capture_reply_is_written_once_by_the_screen_worker(
     assert connection.stray_replies == []
 
 
-async def test_a_capture_reply_queues_behind_a_send_waiting_for_the_gateway(
+async def test_a_capture_reply_arrives_whole_behind_a_reply_the_gateway_has_not_read(
     link: AgentLink, gateway: FakeGateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The screen worker's reply does not jump a send that waits on flow control, and
-    both frames arrive whole once the gateway reads again."""
+    """A reply larger than the socket buffers waits for a gateway that stopped reading;
+    the screen worker's reply goes after it, and both arrive whole once it reads again."""
     connection = await gateway.next_connection()
     await _start(connection)
     spy = LinkSpy(link, monkeypatch)
@@ -530,79 +526,51 @@ async def test_a_capture_reply_queues_behind_a_send_waiting_for_the_gateway(
     ws = link._ws
     assert ws is not None
     big = bytes(32 << 20)  # past what the socket buffers hold
-    stuck = asyncio.create_task(link._send(ws, {"t": "res", "id": "big", "ok": True}, big))
-    await asyncio.sleep(0.05)
-    assert not stuck.done()  # waiting for the gateway to drain
-    buffered = ws.transport.get_write_buffer_size()
+    await link._send(ws, {"t": "res", "id": "big", "ok": True}, big)
     capture = asyncio.create_task(
         connection.request(ops.SCREEN_CAPTURE, {"session_id": "s1", "max_width": 320})
     )
     async with asyncio.timeout(5):
-        await spy.answers_written.wait()
-    # Queued behind the stuck send rather than added to the transport's buffer.
-    assert ws.transport.get_write_buffer_size() == buffered
-    assert len(spy.sent_replies) == 2  # the big one, then the capture
+        await spy.answers_handed_over.wait()
     connection.ws.transport.resume_reading()
     reply = await capture
-    async with asyncio.timeout(5):
-        await stuck
     assert simplejpeg.decode_jpeg_header(reply.payload)[:2] == (180, 320)
     assert connection.stray_replies == [{"t": "res", "id": "big", "ok": True}]
 
 
-class FakeTransport:
-    def __init__(self, buffered: int = 0) -> None:
-        self.buffered = buffered
-        self.writes: list[bytes] = []
+class RecordingConnection:
+    """Stands for the link's connection where only `send` is used."""
 
-    def writelines(self, buffers: list[bytes]) -> None:
-        self.writes.append(b"".join(buffers))
+    def __init__(self, *, closed: bool) -> None:
+        self.closed = closed
+        self.sent: list[str | bytes] = []
 
-    def get_write_buffer_size(self) -> int:
-        return self.buffered
-
-
-@dataclass
-class FakeProtocol:
-    state: State
-
-
-@dataclass
-class FakeConnection:
-    transport: FakeTransport
-    protocol: FakeProtocol
+    async def send(self, data: str | bytes) -> None:
+        if self.closed:
+            raise ConnectionClosedError(None, None)
+        self.sent.append(data)
 
 
 @pytest.mark.parametrize(
-    ("is_current", "state", "buffered", "written", "queued"),
+    ("is_current", "closed", "sent"),
     [
-        pytest.param(True, State.OPEN, 0, True, False, id="open and idle: written"),
-        pytest.param(False, State.OPEN, 0, False, False, id="another connection: dropped"),
-        pytest.param(True, State.CLOSING, 0, False, False, id="closing: dropped"),
-        pytest.param(True, State.OPEN, 1, False, True, id="buffering: queued"),
+        pytest.param(True, False, True, id="the open connection: sent"),
+        pytest.param(False, False, False, id="another connection: dropped"),
+        pytest.param(True, True, False, id="closed meanwhile: dropped quietly"),
     ],
 )
 async def test_where_an_answer_from_the_worker_goes(
-    agent: Agent,
-    monkeypatch: pytest.MonkeyPatch,
-    is_current: bool,
-    state: State,
-    buffered: int,
-    written: bool,
-    queued: bool,
+    agent: Agent, is_current: bool, closed: bool, sent: bool
 ) -> None:
     link = agent.link("ws://127.0.0.1:9/v1/agent/connect")
-    connection = FakeConnection(FakeTransport(buffered), FakeProtocol(state))
-    ws = cast(DirectClientConnection, connection)
-    link._ws = ws if is_current else cast(DirectClientConnection, object())
-    queued_messages: list[dict[str, Any]] = []
-    monkeypatch.setattr(
-        link, "_send_soon", lambda _ws, message, payload=None: queued_messages.append(message)
-    )
-    message = {"t": "res", "id": "g1", "ok": True, "body": {}}
-    link._write_answer(ws, [b"fr", b"ame"], message, b"jpeg")
-    assert connection.transport.writes == ([b"frame"] if written else [])  # as one write
-    assert queued_messages == ([message] if queued else [])
+    connection = RecordingConnection(closed=closed)
+    ws = cast(ClientConnection, connection)
+    link._ws = ws if is_current else cast(ClientConnection, RecordingConnection(closed=False))
+    with log_records("rigway.agent.link") as records:
+        link._send_answer(ws, b"reply")
+        await asyncio.gather(*link._connection_tasks)
+    assert connection.sent == ([b"reply"] if sent else [])
+    assert [r.getMessage() for r in records.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_an_undecodable_frame_closes_the_link_with_1007_and_nothing_after_runs(
@@ -610,12 +578,10 @@ async def test_an_undecodable_frame_closes_the_link_with_1007_and_nothing_after_
 ) -> None:
     connection = await gateway.next_connection()
     await _start(connection)
-    ws = connection.ws
-    ws.protocol.send_text(b"{not json")
+    await connection.ws.send("{not json")
     after = {"t": "req", "id": "after", "op": ops.SCREEN_CAPTURE, "deadline_ms": 5000}
-    ws.protocol.send_text(encode_text({**after, "body": {"session_id": "s1"}}).encode())
-    ws.send_data()  # both frames in one write: one read parses them together
+    await connection.send({**after, "body": {"session_id": "s1"}})
     async with asyncio.timeout(5):
         await connection.closed.wait()
-    assert ws.close_code == 1007
+    assert connection.ws.close_code == 1007
     assert agent.desktop.grab_count == 0

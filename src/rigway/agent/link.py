@@ -30,29 +30,20 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Coroutine
 from functools import partial
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from pydantic import ValidationError
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
-from websockets.protocol import State
 
 from rigway.agent.desktop_state import DesktopStateReporter
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
 from rigway.agent.dispatch import Reply as OpReply
 from rigway.agent.displays import DisplaysReporter
-from rigway.agent.link_connection import DirectClientConnection, Message
 from rigway.protocol import ops
 from rigway.protocol.displays import DESKTOP_DISPLAYS, DisplayInfo, DisplaysNote
-from rigway.protocol.framing import (
-    FramingError,
-    binary_frame_head,
-    decode_frame,
-    encode_binary,
-    encode_text,
-)
+from rigway.protocol.framing import FramingError, decode_frame, encode_binary, encode_text
 from rigway.protocol.messages import Hello, Note, Ping, Pong, Reply, Request, Welcome
-from rigway.protocol.ws_frames import masked_binary_frame
 
 __all__ = [
     "AgentLink",
@@ -76,6 +67,15 @@ CLOSE_REPLACED: Final = 4409
 MAX_FRAME_BYTES: Final = 64 * 1024 * 1024
 # A peer silent for this many heartbeat intervals is presumed dead.
 SILENT_INTERVALS: Final = 3
+# websockets' close() first waits for the write buffer to drain below its high-water
+# mark and only then starts counting close_timeout; the library has no public way to
+# drop a socket sooner. With the mark above anything the link ever buffers, close()
+# gives up on a gateway that stopped reading after close_timeout, not when TCP does
+# (many minutes). Sends then never wait for the gateway to read: what they buffer is
+# the replies to the gateway's own requests, which would otherwise wait in tasks.
+WRITE_BUFFER_HIGH_WATER: Final = 1 << 40
+# Bounds the closing handshake, a dead gateway's included.
+CLOSE_TIMEOUT_S: Final = 2.0
 
 
 class LinkFatalError(Exception):
@@ -124,9 +124,9 @@ def backoff_delay_s(attempt: int, initial_s: float, max_s: float, rng: random.Ra
 class _Responder:
     """Answers one gateway request from the thread that has the answer.
 
-    The screen worker calls `answer` right after an encode. The WebSocket frame is
-    built there, masking and all, and the event loop only writes it: one callback,
-    instead of waking the request's task to build and send the reply
+    The screen worker calls `answer` right after an encode. The reply message is joined
+    there, off the loop, and the loop sends it from one callback, instead of waking
+    the request's task and the coroutines it awaits
     (docs/decisions/0008-replies-from-the-screen-worker.md)."""
 
     __slots__ = ("_link", "_loop", "_request_id", "_ws", "answered")
@@ -135,7 +135,7 @@ class _Responder:
         self,
         link: AgentLink,
         loop: asyncio.AbstractEventLoop,
-        ws: DirectClientConnection,
+        ws: ClientConnection,
         request_id: str,
     ) -> None:
         self._link = link
@@ -146,13 +146,11 @@ class _Responder:
 
     def answer(self, body: dict[str, Any], payload: bytes) -> None:
         message = {"t": "res", "id": self._request_id, "ok": True, "body": body}
-        frame = masked_binary_frame((binary_frame_head(message), payload))
+        data = encode_binary(message, payload)
         self.answered = True
         # A loop that closed meanwhile has nobody left to answer.
         with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(
-                self._link._write_answer, self._ws, frame, message, payload
-            )
+            self._loop.call_soon_threadsafe(self._link._send_answer, self._ws, data)
 
 
 class _Lanes:
@@ -213,8 +211,7 @@ class AgentLink:
         self._displays = displays
         self._stopping = asyncio.Event()
         self._connected = asyncio.Event()
-        self._ws: DirectClientConnection | None = None
-        self._send_lock = asyncio.Lock()
+        self._ws: ClientConnection | None = None
         self._lanes = _Lanes()
         self._request_ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[Reply]] = {}
@@ -317,13 +314,11 @@ class AgentLink:
                 open_timeout=self._open_timeout_s,
                 # Liveness is the protocol's own ping/pong, which both sides count.
                 ping_interval=None,
-                close_timeout=2.0,
+                close_timeout=CLOSE_TIMEOUT_S,
+                write_limit=WRITE_BUFFER_HIGH_WATER,
                 user_agent_header=f"rigway-agent/{self._hello.agent_version}",
-                # Messages reach the link from the connection's reader, not a recv() task.
-                create_connection=DirectClientConnection,
             ) as ws:
-                # What create_connection built (connect() is typed for the base class).
-                await self._serve_connection(cast(DirectClientConnection, ws))
+                await self._serve_connection(ws)
         except InvalidStatus as exc:
             if exc.response.status_code in (401, 403):
                 raise LinkAuthError(
@@ -334,18 +329,18 @@ class AgentLink:
         except InvalidURI as exc:
             raise LinkConfigError(f"gateway URL {self._url!r} is not a WebSocket URL") from exc
 
-    async def _serve_connection(self, ws: DirectClientConnection) -> None:
+    async def _serve_connection(self, ws: ClientConnection) -> None:
         if self._stopping.is_set():
             # stop() ran while we were dialling, before it could see this socket.
             return
         self._ws = ws
-        welcomed = False
+        welcomed = gateway_silent = False
         try:
             state = None if self._desktop_states is None else await self._desktop_states.sample()
             welcome = await self._handshake(ws, state)
             welcomed = True
             self._on_welcome(welcome)
-            await self._serve(ws, state)
+            gateway_silent = await self._serve(ws, state)
         except ConnectionClosed:
             pass
         finally:
@@ -353,10 +348,14 @@ class AgentLink:
             self._connected.clear()
             if welcomed:
                 self._on_drop()
+        if gateway_silent:
+            # After the drop is handled: a dead peer never answers the close, and
+            # close() waits CLOSE_TIMEOUT_S for it before it drops the socket.
+            await ws.close(1011, "gateway silent")
         _raise_if_fatal(ws.close_code, ws.close_reason)
 
     async def _handshake(
-        self, ws: DirectClientConnection, desktop_state: ops.DesktopState | None
+        self, ws: ClientConnection, desktop_state: ops.DesktopState | None
     ) -> Welcome:
         session_id = self._dispatcher.active_session_id
         update: dict[str, object] = {
@@ -371,9 +370,10 @@ class AgentLink:
         await ws.send(encode_text(hello.model_dump()))
         # A gateway that answers with something else is told why in the close code, as
         # after the handshake: 1007 for what cannot be read, 1002 for the wrong message.
+        # (Text that is not UTF-8 websockets itself closes with 1007.)
         try:
             async with asyncio.timeout(self._open_timeout_s):
-                header, _ = decode_frame(await ws.next_message())
+                header, _ = decode_frame(await ws.recv())
             if header.get("t") != "welcome":
                 await ws.close(1002, "expected welcome")
                 raise _HandshakeError(f"expected welcome, got {header.get('t')!r}")
@@ -395,11 +395,11 @@ class AgentLink:
         self._connected.set()
         _log.info("host link up: rig %s", welcome.rig_id)
 
-    async def _serve(
-        self, ws: DirectClientConnection, desktop_state: ops.DesktopState | None
-    ) -> None:
+    async def _serve(self, ws: ClientConnection, desktop_state: ops.DesktopState | None) -> bool:
+        """Until the connection ends (False) or the gateway falls silent (True)."""
         loop = asyncio.get_running_loop()
         self._last_heard = loop.time()
+        reader = asyncio.create_task(self._read(ws))
         heartbeat = asyncio.create_task(self._heartbeat(ws))
         if self._desktop_states is not None and desktop_state is not None:
             report = partial(self._note_desktop_state, ws)
@@ -408,12 +408,11 @@ class AgentLink:
             note = partial(self._note_displays, ws)
             self._spawn_for_connection(self._displays.report_changes(self._sent_displays, note))
         try:
-            ws.deliver_to(partial(self._on_message, ws))
-            await ws.wait_closed()
+            done, _ = await asyncio.wait((reader, heartbeat), return_when=asyncio.FIRST_COMPLETED)
+            return heartbeat in done
         finally:
-            heartbeat.cancel()
-            tasks = [heartbeat, *self._connection_tasks]
-            for task in self._connection_tasks:
+            tasks = [reader, heartbeat, *self._connection_tasks]
+            for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             for future in self._pending.values():
@@ -454,7 +453,8 @@ class AgentLink:
         task.add_done_callback(_log_background_failure)
         task.add_done_callback(self._background.discard)
 
-    async def _heartbeat(self, ws: DirectClientConnection) -> None:
+    async def _heartbeat(self, ws: ClientConnection) -> None:
+        """Pings the gateway every interval; returns once it has been silent too long."""
         loop = asyncio.get_running_loop()
         while True:
             interval_s = self._heartbeat_interval_s
@@ -463,18 +463,15 @@ class AgentLink:
                 _log.warning(
                     "gateway silent for %d heartbeats: dropping the link", SILENT_INTERVALS
                 )
-                # A dead peer never completes a close handshake: cut the socket.
-                ws.transport.abort()
                 return
-            # Sent from a task of its own: a send stuck behind a large reply to a peer
-            # that stopped reading must not stop this loop from noticing the silence.
+            # Sent from a task of its own: nothing this loop does waits on the gateway.
             self._send_soon(ws, Ping(sent_at=time.time()).model_dump())
 
     def _send_soon(
-        self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+        self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
     ) -> None:
-        """Send without making the caller wait (heartbeats, pongs, queued answers);
-        cancelled with the connection's other tasks when it drops."""
+        """Send without making the caller wait (heartbeats, pongs); cancelled with the
+        connection's other tasks when it drops."""
         self._spawn_for_connection(self._send_quietly(ws, message, payload))
 
     def _spawn_for_connection(self, work: Coroutine[Any, Any, None]) -> None:
@@ -485,34 +482,44 @@ class AgentLink:
         task.add_done_callback(_log_background_failure)
 
     async def _send_quietly(
-        self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+        self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
     ) -> None:
         with contextlib.suppress(ConnectionClosed):
             await self._send(ws, message, payload)
 
-    async def _note_displays(self, ws: DirectClientConnection, displays: list[DisplayInfo]) -> None:
+    async def _note_displays(self, ws: ClientConnection, displays: list[DisplayInfo]) -> None:
         body = DisplaysNote(displays=displays).model_dump()
         await self._send_quietly(ws, Note(op=DESKTOP_DISPLAYS, body=body).model_dump())
 
-    async def _note_desktop_state(
-        self, ws: DirectClientConnection, state: ops.DesktopState
-    ) -> None:
+    async def _note_desktop_state(self, ws: ClientConnection, state: ops.DesktopState) -> None:
         body = ops.DesktopStateNote(state=state).model_dump()
         await self._send_quietly(ws, Note(op=ops.DESKTOP_STATE, body=body).model_dump())
 
     # ---- frames ---------------------------------------------------------------------
 
-    def _on_message(self, ws: DirectClientConnection, message: Message) -> bool:
-        """Handle one message, called from the connection's reader; False when it cannot
-        be decoded: the link then closes with 1007 and reads nothing more."""
-        self._last_heard = ws.loop.time()
+    async def _read(self, ws: ClientConnection) -> None:
+        """Hands each message to `_on_message` until the connection ends, the gateway
+        sends what cannot be decoded (closed with 1007), or handling fails (1011)."""
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(ConnectionClosed):
+            async for message in ws:
+                self._last_heard = loop.time()
+                try:
+                    readable = self._on_message(ws, message)
+                except Exception:
+                    _log.exception("the host link failed on a message from the gateway")
+                    await ws.close(1011, "internal error")
+                    return
+                if not readable:
+                    await ws.close(1007, "undecodable frame")
+                    return
+
+    def _on_message(self, ws: ClientConnection, message: str | bytes) -> bool:
+        """Handle one message; False when it cannot be decoded."""
         try:
-            if isinstance(message, FramingError):
-                raise message
             header, _ = decode_frame(message)
         except FramingError as exc:
             _log.warning("undecodable frame from the gateway: %s", exc)
-            self._spawn_for_connection(ws.close(1007, "undecodable frame"))
             return False
         kind = header.get("t")
         if kind == "req":
@@ -531,7 +538,7 @@ class AgentLink:
             _log.debug("ignoring a %r frame", kind)
         return True
 
-    def _on_request(self, ws: DirectClientConnection, header: dict[str, Any]) -> None:
+    def _on_request(self, ws: ClientConnection, header: dict[str, Any]) -> None:
         try:
             request = Request.model_validate(header)
         except ValidationError:
@@ -560,7 +567,7 @@ class AgentLink:
 
     async def _answer(
         self,
-        ws: DirectClientConnection,
+        ws: ClientConnection,
         request: Request,
         reply_of_op: Awaitable[OpReply],
         responder: _Responder,
@@ -596,33 +603,25 @@ class AgentLink:
                 raise HostOpError(ops.ERROR_HOST, "deadline passed before the op could start")
             return await self._dispatcher.handle(request.op, request.body, responder)
 
-    def _write_answer(
-        self,
-        ws: DirectClientConnection,
-        frame: list[bytes],
-        message: dict[str, Any],
-        payload: bytes,
-    ) -> None:
-        """On the loop: write a frame a `_Responder` built on another thread."""
-        if ws is not self._ws or ws.protocol.state is not State.OPEN:
-            # The link dropped or is closing: the gateway failed this call with it.
+    def _send_answer(self, ws: ClientConnection, data: bytes) -> None:
+        """On the loop: send a reply a `_Responder` joined on another thread."""
+        if ws is not self._ws:
+            # The link dropped: the gateway failed this call with it.
             return
-        if self._send_lock.locked() or ws.transport.get_write_buffer_size():
-            # A send is waiting for the gateway to read: queue behind it, so the
-            # reply keeps the library's flow control.
-            self._send_soon(ws, message, payload)
-            return
-        # A whole frame in one write (a writev): nothing the library sends can land
-        # inside it.
-        ws.transport.writelines(frame)
+        self._spawn_for_connection(self._send_data_quietly(ws, data))
 
     async def _send(
-        self, ws: DirectClientConnection, message: dict[str, Any], payload: bytes | None = None
+        self, ws: ClientConnection, message: dict[str, Any], payload: bytes | None = None
     ) -> None:
         data: str | bytes = (
             encode_text(message) if payload is None else encode_binary(message, payload)
         )
-        async with self._send_lock:
+        # websockets writes each message whole, so sends from several tasks never
+        # interleave.
+        await ws.send(data)
+
+    async def _send_data_quietly(self, ws: ClientConnection, data: bytes) -> None:
+        with contextlib.suppress(ConnectionClosed):
             await ws.send(data)
 
 
