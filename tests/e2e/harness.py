@@ -34,6 +34,7 @@ QUICK_AGENT: dict[str, Any] = {"heartbeat_interval_s": 1.0, "session_grace_s": 1
 # Rate limits no module's worth of tests on one shared stack comes near.
 ROOMY_RATE_LIMITS: dict[str, Any] = {
     "request_rate_limit": "100000/minute",
+    "account_request_rate_limit": "100000/minute",
     "input_event_rate_limit": "1000000/minute",
 }
 

@@ -17,11 +17,11 @@ import trustme
 from sqlalchemy import select
 
 from rigway.agent.link import LinkAuthError
+from rigway.gateway.clock import FakeClock
 from rigway.gateway.db.models import Rig, Webhook
 from rigway.webhooks import verify
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.gateway.webhooks.receiver import HttpsReceiver
-from tests.support.rate_windows import inside_one_window
 
 pytestmark = pytest.mark.postgres
 
@@ -133,6 +133,31 @@ async def test_created_key_is_shown_once_and_revocation_is_immediate(owner_stack
         assert revoked.status_code == 200
         after = await owner_stack.client.get("/v1/rigs", headers=headers)
         assert after.status_code == 401
+
+
+async def test_fifty_first_active_key_is_refused_with_key_limit_reached(
+    owner_stack: Stack,
+) -> None:
+    async with console(owner_stack) as owner:
+        for index in range(49):  # beside the stack's own key
+            created = await owner.post("/v1/keys", json={"name": f"k{index}"})
+            assert created.status_code == 201, created.text
+        refused = await owner.post("/v1/keys", json={"name": "one too many"})
+        listed = (await owner.get("/v1/keys")).json()["keys"]
+    assert refused.status_code == 409
+    assert refused.json()["error"].startswith("key_limit_reached: ")
+    assert len(listed) == 50
+    assert "one too many" not in [key["name"] for key in listed]
+
+
+async def test_revoked_keys_do_not_count_toward_the_key_limit(owner_stack: Stack) -> None:
+    async with console(owner_stack) as owner:
+        for index in range(49):
+            assert (await owner.post("/v1/keys", json={"name": f"k{index}"})).status_code == 201
+        revoked = (await owner.get("/v1/keys")).json()["keys"][-1]["id"]
+        assert (await owner.delete(f"/v1/keys/{revoked}")).status_code == 200
+        created = await owner.post("/v1/keys", json={"name": "in its place"})
+    assert created.status_code == 201, created.text
 
 
 async def test_narrowed_key_scopes_are_enforced(owner_stack: Stack) -> None:
@@ -387,19 +412,44 @@ async def test_other_accounts_ids_are_404_on_every_console_endpoint(
     assert still.json()["status"] == "active"
 
 
-async def test_password_guessing_is_rate_limited_per_email(owner_stack: Stack) -> None:
-    identity = owner_stack.services.identity
-    assert identity is not None
-    await identity.create_user(owner_stack.account_id, "owner@example.com", "correct horse")
-    await inside_one_window()
-    statuses = []
-    for _ in range(11):
-        attempt = await owner_stack.client.post(
-            "/v1/console/sign-in", json={"email": "owner@example.com", "password": "guess"}
-        )
-        statuses.append(attempt.status_code)
+async def test_password_guessing_is_rate_limited_per_email(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with running_stack(tmp_path / "state", database_url, rigs=0, clock=FakeClock()) as stack:
+        identity = stack.services.identity
+        assert identity is not None
+        await identity.create_user(stack.account_id, "owner@example.com", "correct horse")
+        statuses = []
+        for _ in range(11):
+            attempt = await stack.client.post(
+                "/v1/console/sign-in", json={"email": "owner@example.com", "password": "guess"}
+            )
+            statuses.append(attempt.status_code)
     assert statuses == [401] * 10 + [429]
-    assert "Retry-After" in attempt.headers
+    assert attempt.headers["Retry-After"] == "61"
+
+
+async def test_trying_many_emails_from_one_address_is_rate_limited(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with running_stack(
+        tmp_path / "state",
+        database_url,
+        rigs=0,
+        clock=FakeClock(),
+        sign_in_rate_limit_per_address="5/minute",
+    ) as stack:
+        statuses = []
+        for index in range(6):
+            attempt = await stack.client.post(
+                "/v1/console/sign-in",
+                json={"email": f"user{index}@example.com", "password": "guess"},
+            )
+            statuses.append(attempt.status_code)
+    assert statuses == [401] * 5 + [429]
+    assert attempt.json()["error"].startswith("rate_limited: ")
+    assert attempt.headers["RateLimit-Limit"] == "5"
+    assert attempt.headers["Retry-After"] == "61"
 
 
 async def test_pairing_code_works_once(owner_stack: Stack) -> None:

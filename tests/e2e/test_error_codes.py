@@ -24,6 +24,7 @@ from websockets.exceptions import ConnectionClosed
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
 from rigway.gateway.auth.api_keys import generate_api_key
+from rigway.gateway.clock import FakeClock
 from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.protocol import (
     PROTOCOL_VERSION,
@@ -36,7 +37,6 @@ from rigway.protocol import (
 )
 from tests.e2e.harness import ROOMY_RATE_LIMITS, Stack, batch_ran, stack_on_own_database
 from tests.e2e.raw_host import host_link
-from tests.support.rate_windows import inside_one_window
 
 # Every test runs on the module's event loop: most share one stack (`stack`), the ones
 # that need their own settings or break the rig build one inside the test.
@@ -582,20 +582,20 @@ def _assert_rate_limit_headers(response: httpx2.Response, limit: int) -> None:
     headers = response.headers
     for name in ("retry-after", "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"):
         assert name in headers, f"{name} missing from {dict(headers)}"
-        assert headers[name].isdigit(), f"{name}: {headers[name]!r}"
-    # A quota used up by single hits has room again once its window closes: <= 60 s,
-    # and the header names the second after.
-    assert 1 <= int(headers["retry-after"]) <= 61
+    # Used up in the first window of a clock that has not moved since it started (at a
+    # window's start): there is room again the second after that window closes.
+    assert headers["retry-after"] == "61"
     assert int(headers["ratelimit-limit"]) == limit
-    assert int(headers["ratelimit-remaining"]) == 0
-    assert 1 <= int(headers["ratelimit-reset"]) <= 61
+    assert headers["ratelimit-remaining"] == "0"
+    assert headers["ratelimit-reset"] == "61"
 
 
 async def test_request_quota_exceeded_429_rate_limited_with_headers(
     tmp_path: Path,
 ) -> None:
-    async with stack_on_own_database(tmp_path, rigs=0, request_rate_limit="5/minute") as stack:
-        await inside_one_window()
+    async with stack_on_own_database(
+        tmp_path, rigs=0, clock=FakeClock(), request_rate_limit="5/minute"
+    ) as stack:
         for _ in range(5):
             assert (await stack.client.get("/v1/rigs")).status_code == 200
         response = await stack.client.get("/v1/rigs")
@@ -607,12 +607,40 @@ async def test_request_quota_exceeded_429_rate_limited_with_headers(
             assert (await client.get("/v1/rigs")).status_code == 200
 
 
+async def test_account_request_ceiling_429_rate_limited_across_keys(tmp_path: Path) -> None:
+    async with stack_on_own_database(
+        tmp_path,
+        rigs=0,
+        clock=FakeClock(),
+        request_rate_limit="5/minute",
+        account_request_rate_limit="7/minute",
+    ) as stack:
+        for _ in range(5):
+            assert (await stack.client.get("/v1/rigs")).status_code == 200
+        second = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="b"))
+        third = await stack.services.keys.create(stack.account_id, CreateKeyIn(name="c"))
+        async with _client(stack, f"Bearer {second.secret}") as client:
+            for _ in range(2):
+                assert (await client.get("/v1/rigs")).status_code == 200
+        async with _client(stack, f"Bearer {third.secret}") as client:
+            response = await client.get("/v1/rigs")
+        detail = assert_error(response, 429, "rate_limited")
+        assert "account" in detail
+        _assert_rate_limit_headers(response, limit=7)
+        # Another account's keys have a ceiling of their own.
+        other_account = await stack.services.accounts.create("other")
+        other = await stack.services.keys.create(other_account, CreateKeyIn(name="d"))
+        async with _client(stack, f"Bearer {other.secret}") as client:
+            assert (await client.get("/v1/rigs")).status_code == 200
+
+
 async def test_input_quota_counts_each_event_429_rate_limited(
     tmp_path: Path,
 ) -> None:
-    async with stack_on_own_database(tmp_path, input_event_rate_limit="10/minute") as stack:
+    async with stack_on_own_database(
+        tmp_path, clock=FakeClock(), input_event_rate_limit="10/minute"
+    ) as stack:
         session_id = await stack.start_session()
-        await inside_one_window()
         ten = {"events": [{"type": "type_text", "text": "a"}] * 10}
         accepted = await stack.client.post(f"/v1/sessions/{session_id}/input", json=ten)
         assert batch_ran(accepted) == 10

@@ -1,36 +1,61 @@
-"""Per-key rate limits on a clock the test moves (time-machine drives `limits`)."""
+"""Rate limits on the gateway's clock: a fake one the test puts at a window's start and
+moves, in memory and on Redis."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-import time_machine
 
+from rigway.gateway.clock import FakeClock
 from rigway.gateway.errors import InvalidRequest, RateLimited, ServiceUnavailable
-from rigway.gateway.ratelimit import RateLimits, seconds_until_room
+from rigway.gateway.ratelimit import RateLimits, address_subject, seconds_until_room
+from rigway.gateway.settings import GatewaySettings
 
-START = 1_800_000_000.0
+REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture
-def traveller() -> Iterator[time_machine.Traveller]:
-    with time_machine.travel(START, tick=False) as coordinates:
-        yield coordinates
+def clock() -> FakeClock:
+    """At the very start of a minute: every window here is a whole one."""
+    clock = FakeClock()
+    assert clock.now().timestamp() % 60 == 0
+    return clock
 
 
-async def test_request_quota_refuses_the_next_request_with_headers(
-    traveller: time_machine.Traveller,
-) -> None:
-    limits = RateLimits("3/minute", "100/minute", None)
-    for _ in range(3):
-        await limits.hit_request("key-a")
+def rate_limits(clock: FakeClock, **quotas: Any) -> RateLimits:
+    return RateLimits(GatewaySettings(**quotas), clock)
+
+
+@pytest.fixture
+async def on_redis(clock: FakeClock) -> AsyncIterator[RateLimits]:
+    """The scale-out storage: CI and this machine run Redis on 127.0.0.1:6379. Tests
+    on it use fresh subjects: nothing to clean, nothing shared with another run."""
+    limits = rate_limits(clock, request_rate_limit="3/minute", redis_url=REDIS_URL)
+    yield limits
+    await limits.close()
+
+
+def fresh(name: str) -> str:
+    return f"{name}-{secrets.token_hex(8)}"
+
+
+async def requests(limits: RateLimits, count: int, key_id: str, account_id: str = "acc") -> None:
+    for _ in range(count):
+        await limits.hit_request(key_id=key_id, account_id=account_id)
+
+
+async def test_request_quota_refuses_the_next_request_with_headers(clock: FakeClock) -> None:
+    limits = rate_limits(clock, request_rate_limit="3/minute")
+    await requests(limits, 3, "key-a")
     with pytest.raises(RateLimited) as refused:
-        await limits.hit_request("key-a")
+        await limits.hit_request(key_id="key-a", account_id="acc")
     assert refused.value.status == 429
     assert refused.value.code == "rate_limited"
     headers = refused.value.headers
@@ -42,92 +67,176 @@ async def test_request_quota_refuses_the_next_request_with_headers(
     assert headers["RateLimit-Reset"] == "61"
 
 
-async def test_quota_returns_after_the_window_moves(traveller: time_machine.Traveller) -> None:
-    limits = RateLimits("3/minute", "100/minute", None)
-    for _ in range(3):
-        await limits.hit_request("key-a")
-    traveller.shift(61)
-    await limits.hit_request("key-a")
+async def test_quota_returns_after_the_window_moves(clock: FakeClock) -> None:
+    limits = rate_limits(clock, request_rate_limit="3/minute")
+    await requests(limits, 3, "key-a")
+    clock.advance(61)
+    await limits.hit_request(key_id="key-a", account_id="acc")
 
 
-async def test_keys_have_separate_quotas(traveller: time_machine.Traveller) -> None:
-    limits = RateLimits("1/minute", "100/minute", None)
-    await limits.hit_request("key-a")
-    await limits.hit_request("key-b")
+async def test_a_window_edge_does_not_free_a_full_quota(clock: FakeClock) -> None:
+    """Just after the edge the previous window still weighs 3 x 59/60 = 2.95: floor 2,
+    room for one, not for three (the approximation the strategy documents)."""
+    limits = rate_limits(clock, request_rate_limit="3/minute")
+    clock.advance(59)
+    await requests(limits, 3, "key-a")
+    clock.advance(2)
+    await limits.hit_request(key_id="key-a", account_id="acc")
+    with pytest.raises(RateLimited):
+        await limits.hit_request(key_id="key-a", account_id="acc")
 
 
-async def test_each_input_event_counts(traveller: time_machine.Traveller) -> None:
-    limits = RateLimits("100/minute", "10/minute", None)
+async def test_refused_requests_count_nothing(clock: FakeClock) -> None:
+    limits = rate_limits(clock, request_rate_limit="3/minute")
+    await requests(limits, 3, "key-a")
+    for _ in range(10):
+        with pytest.raises(RateLimited):
+            await limits.hit_request(key_id="key-a", account_id="acc")
+    clock.advance(61)  # 3 x 59/60 weighs 2 when only the three accepted ones count
+    await limits.hit_request(key_id="key-a", account_id="acc")
+
+
+async def test_keys_have_separate_quotas(clock: FakeClock) -> None:
+    limits = rate_limits(clock, request_rate_limit="1/minute")
+    await limits.hit_request(key_id="key-a", account_id="acc")
+    await limits.hit_request(key_id="key-b", account_id="acc")
+
+
+async def test_the_account_ceiling_holds_across_its_keys(clock: FakeClock) -> None:
+    limits = rate_limits(
+        clock, request_rate_limit="3/minute", account_request_rate_limit="4/minute"
+    )
+    await requests(limits, 3, "key-a")
+    await limits.hit_request(key_id="key-b", account_id="acc")
+    with pytest.raises(RateLimited) as refused:
+        await limits.hit_request(key_id="key-c", account_id="acc")
+    assert refused.value.code == "rate_limited"
+    assert "account request quota of 4" in refused.value.detail
+    assert refused.value.headers["RateLimit-Limit"] == "4"
+    assert refused.value.headers["RateLimit-Remaining"] == "0"
+    assert refused.value.headers["Retry-After"] == "61"
+    # Another account's keys have a ceiling of their own.
+    await limits.hit_request(key_id="key-d", account_id="other")
+
+
+async def test_a_key_past_its_own_quota_spends_none_of_the_account_ceiling(
+    clock: FakeClock,
+) -> None:
+    limits = rate_limits(
+        clock, request_rate_limit="3/minute", account_request_rate_limit="4/minute"
+    )
+    await requests(limits, 3, "key-a")
+    for _ in range(5):
+        with pytest.raises(RateLimited):
+            await limits.hit_request(key_id="key-a", account_id="acc")
+    await limits.hit_request(key_id="key-b", account_id="acc")
+
+
+async def test_each_input_event_counts(clock: FakeClock) -> None:
+    limits = rate_limits(clock, input_event_rate_limit="10/minute")
     await limits.hit_input_events("key-a", 10)
     with pytest.raises(RateLimited):
         await limits.hit_input_events("key-a", 1)
 
 
-async def test_a_batch_larger_than_what_is_left_is_refused_whole(
-    traveller: time_machine.Traveller,
-) -> None:
-    limits = RateLimits("100/minute", "10/minute", None)
+async def test_a_batch_larger_than_what_is_left_is_refused_whole(clock: FakeClock) -> None:
+    limits = rate_limits(clock, input_event_rate_limit="10/minute")
     await limits.hit_input_events("key-a", 6)
     with pytest.raises(RateLimited):
         await limits.hit_input_events("key-a", 5)
     await limits.hit_input_events("key-a", 4)
 
 
-async def test_quota_holds_on_redis_with_the_same_headers() -> None:
-    """The scale-out storage: CI and this machine run Redis on 127.0.0.1:6379."""
-    redis_url = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    limits = RateLimits("3/minute", "100/minute", redis_url)
-    key_id = f"key-{secrets.token_hex(8)}"  # a fresh key: nothing to clean, nothing shared
-    try:
-        for _ in range(3):
-            await limits.hit_request(key_id)
-        with pytest.raises(RateLimited) as refused:
-            await limits.hit_request(key_id)
-        assert refused.value.headers["RateLimit-Remaining"] == "0"
-        assert 1 <= int(refused.value.headers["Retry-After"]) <= 60
-        await limits.hit_request(f"{key_id}-other")
-    finally:
-        await limits.close()
-
-
 async def test_retry_after_is_when_room_returns_not_when_the_window_ends(
-    traveller: time_machine.Traveller,
+    clock: FakeClock,
 ) -> None:
-    """Full 30 s into a window: the library's reset (30 s) would meet a second 429."""
-    limits = RateLimits("3/minute", "100/minute", None)
-    traveller.shift(30)
-    for _ in range(3):
-        await limits.hit_request("key-a")
+    """Full 30 s into a window: the window's end (30 s) would meet a second 429."""
+    limits = rate_limits(clock, request_rate_limit="3/minute")
+    clock.advance(30)
+    await requests(limits, 3, "key-a")
     with pytest.raises(RateLimited) as refused:
-        await limits.hit_request("key-a")
+        await limits.hit_request(key_id="key-a", account_id="acc")
     retry_after = int(refused.value.headers["Retry-After"])
     assert retry_after == 31  # the window's end, and 3 x 59/60 < 3 a second later
-    traveller.shift(retry_after)
-    await limits.hit_request("key-a")
+    clock.advance(retry_after)
+    await limits.hit_request(key_id="key-a", account_id="acc")
 
 
-async def test_retry_after_counts_the_previous_window(
-    traveller: time_machine.Traveller,
-) -> None:
-    limits = RateLimits("100/minute", "3/minute", None)
+async def test_retry_after_counts_the_previous_window(clock: FakeClock) -> None:
+    limits = rate_limits(clock, input_event_rate_limit="3/minute")
     await limits.hit_input_events("key-a", 3)
-    traveller.shift(70)  # 10 s into the next window: 3 x 50/60 = 2.5 still weigh
+    clock.advance(70)  # 10 s into the next window: 3 x 50/60 = 2.5 still weigh
     with pytest.raises(RateLimited) as refused:
         await limits.hit_input_events("key-a", 2)
     retry_after = int(refused.value.headers["Retry-After"])
     assert retry_after == 11  # 3 x 39/60 = 1.95: floor 1, and 1 + 2 <= 3
     assert refused.value.headers["RateLimit-Remaining"] == "1"
-    traveller.shift(retry_after)
+    clock.advance(retry_after)
     await limits.hit_input_events("key-a", 2)
 
 
-async def test_a_batch_over_the_whole_quota_is_a_400_not_a_429(
-    traveller: time_machine.Traveller,
-) -> None:
-    limits = RateLimits("100/minute", "5/minute", None)
+async def test_a_batch_over_the_whole_quota_is_a_400_not_a_429(clock: FakeClock) -> None:
+    limits = rate_limits(clock, input_event_rate_limit="5/minute")
     with pytest.raises(InvalidRequest):
         await limits.hit_input_events("key-a", 6)
     await limits.hit_input_events("key-a", 5)
+
+
+async def test_sign_ins_from_one_address_are_limited_whatever_the_email(
+    clock: FakeClock,
+) -> None:
+    limits = rate_limits(clock, sign_in_rate_limit_per_address="3/minute")
+    for email in ("a@example.com", "b@example.com", "c@example.com"):
+        await limits.hit_sign_in(email, client_address="192.0.2.7")
+    with pytest.raises(RateLimited) as refused:
+        await limits.hit_sign_in("d@example.com", client_address="192.0.2.7")
+    assert refused.value.headers["RateLimit-Limit"] == "3"
+    assert refused.value.headers["Retry-After"] == "61"
+    await limits.hit_sign_in("d@example.com", client_address="192.0.2.8")
+
+
+async def test_sign_ins_for_one_email_are_limited_whatever_the_address(
+    clock: FakeClock,
+) -> None:
+    limits = rate_limits(clock, sign_in_rate_limit_per_email="2/minute")
+    await limits.hit_sign_in("owner@example.com", client_address="192.0.2.1")
+    await limits.hit_sign_in("Owner@Example.com ", client_address="192.0.2.2")
+    with pytest.raises(RateLimited):
+        await limits.hit_sign_in("owner@example.com", client_address="192.0.2.3")
+
+
+async def test_a_sign_in_refused_per_address_spends_none_of_the_email_quota(
+    clock: FakeClock,
+) -> None:
+    limits = rate_limits(
+        clock, sign_in_rate_limit_per_address="1/minute", sign_in_rate_limit_per_email="2/minute"
+    )
+    await limits.hit_sign_in("owner@example.com", client_address="192.0.2.1")
+    for _ in range(3):
+        with pytest.raises(RateLimited):
+            await limits.hit_sign_in("owner@example.com", client_address="192.0.2.1")
+    await limits.hit_sign_in("owner@example.com", client_address="192.0.2.2")
+
+
+async def test_one_ipv6_client_is_counted_by_its_slash_64(clock: FakeClock) -> None:
+    limits = rate_limits(clock, sign_in_rate_limit_per_address="1/minute")
+    await limits.hit_sign_in("a@example.com", client_address="2001:db8:1:2::1")
+    with pytest.raises(RateLimited):
+        await limits.hit_sign_in("b@example.com", client_address="2001:db8:1:2:ffff::9")
+    await limits.hit_sign_in("b@example.com", client_address="2001:db8:1:3::1")
+
+
+@pytest.mark.parametrize(
+    ("address", "subject"),
+    [
+        ("192.0.2.7", "192.0.2.7"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("testclient", "testclient"),
+    ],
+)
+def test_address_subject(address: str, subject: str) -> None:
+    assert address_subject(address) == subject
 
 
 @pytest.mark.parametrize(
@@ -148,6 +257,39 @@ def test_seconds_until_room(previous: int, current: int, cost: int, expected: fl
     assert wait == pytest.approx(max(0.0, expected))
 
 
+async def test_quota_holds_on_redis_with_the_same_headers(on_redis: RateLimits) -> None:
+    key_id = fresh("key")
+    await requests(on_redis, 3, key_id, fresh("acc"))
+    with pytest.raises(RateLimited) as refused:
+        await on_redis.hit_request(key_id=key_id, account_id=fresh("acc"))
+    assert refused.value.headers["RateLimit-Remaining"] == "0"
+    assert refused.value.headers["Retry-After"] == "61"
+    await on_redis.hit_request(key_id=fresh("key"), account_id=fresh("acc"))
+
+
+async def test_redis_windows_move_with_the_injected_clock(
+    on_redis: RateLimits, clock: FakeClock
+) -> None:
+    key_id = fresh("key")
+    await requests(on_redis, 3, key_id, fresh("acc"))
+    clock.advance(61)
+    await on_redis.hit_request(key_id=key_id, account_id=fresh("acc"))
+
+
+async def test_racing_requests_on_redis_get_exactly_the_quota(on_redis: RateLimits) -> None:
+    key_id = fresh("key")
+
+    async def one() -> bool:
+        try:
+            await on_redis.hit_request(key_id=key_id, account_id=fresh("acc"))
+        except RateLimited:
+            return False
+        return True
+
+    accepted = await asyncio.gather(*(one() for _ in range(20)))
+    assert sum(accepted) == 3
+
+
 def _dead_redis_url() -> str:
     with socket.socket() as probe:  # a port nothing listens on once this closes
         probe.bind(("127.0.0.1", 0))
@@ -156,13 +298,18 @@ def _dead_redis_url() -> str:
 
 
 async def test_api_quotas_fail_open_when_the_storage_is_down(
-    caplog: pytest.LogCaptureFixture,
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    limits = RateLimits("1/minute", "1/minute", _dead_redis_url())
+    limits = rate_limits(
+        clock,
+        request_rate_limit="1/minute",
+        input_event_rate_limit="1/minute",
+        redis_url=_dead_redis_url(),
+    )
     try:
         with caplog.at_level(logging.WARNING, logger="rigway.gateway.ratelimit"):
             for _ in range(3):  # past the quota: nothing counts, nothing refuses
-                await limits.hit_request("key-a")
+                await limits.hit_request(key_id="key-a", account_id="acc")
                 await limits.hit_input_events("key-a", 1)
         warnings = [r for r in caplog.records if "quotas not enforced" in r.getMessage()]
         assert len(warnings) == 1
@@ -170,11 +317,11 @@ async def test_api_quotas_fail_open_when_the_storage_is_down(
         await limits.close()
 
 
-async def test_sign_in_limit_fails_closed_when_the_storage_is_down() -> None:
-    limits = RateLimits("1/minute", "1/minute", _dead_redis_url())
+async def test_sign_in_limit_fails_closed_when_the_storage_is_down(clock: FakeClock) -> None:
+    limits = rate_limits(clock, redis_url=_dead_redis_url())
     try:
         with pytest.raises(ServiceUnavailable) as refused:
-            await limits.hit_sign_in("owner@example.com")
+            await limits.hit_sign_in("owner@example.com", client_address="192.0.2.1")
         assert refused.value.status == 503
         assert refused.value.headers["Retry-After"].isdigit()
     finally:

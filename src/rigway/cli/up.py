@@ -174,7 +174,8 @@ async def ensure_owner(
     if previous_password is None:
         return None, None
     with contextlib.suppress(ApiError):
-        return previous_password, await identity.sign_in(LOCAL_OWNER_EMAIL, previous_password)
+        token = await identity.sign_in(LOCAL_OWNER_EMAIL, previous_password, client_address=None)
+        return previous_password, token
     return None, None
 
 

@@ -87,9 +87,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         displays_of=registry.displays,
     )
     api_keys = ApiKeyAuthenticator(db, clock)
-    rate_limits = RateLimits(
-        settings.request_rate_limit, settings.input_event_rate_limit, settings.redis_url
-    )
+    rate_limits = RateLimits(settings, clock)
     identity, console_tokens = _console_auth(settings, clock, db, rate_limits)
     box = SecretBox.from_file(settings.secret_key_file or settings.state_dir / "secret.key")
     resolver = SystemResolver()

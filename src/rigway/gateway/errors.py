@@ -10,6 +10,7 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (docs/api.md, Err
     ├── InsufficientScope         403 insufficient_scope
     ├── NotFound                  404 <thing>_not_found
     ├── Conflict                  409 rig_offline / rig_busy / webhook_limit / wake_unavailable
+    │   │                             / key_limit_reached (50 active API keys already)
     │   │                             / desktop_unavailable: <state> (input refused, nothing ran)
     │   │                             / frame_expired (a frame id unknown or forgotten)
     │   └── InputConflict         409 target_gone / expectation_failed / desktop_unavailable
@@ -161,11 +162,11 @@ def stale_frame(detail: str, rects: list[tuple[int, int, int, int]]) -> InputCon
 
 
 def api_error_response(exc: ApiError) -> JSONResponse:
-    """The one rendering of an ApiError, for the app's handler and the fast lane."""
+    """The one rendering of an ApiError, for the app's handler."""
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 def internal_error_response() -> JSONResponse:
     """The one rendering of an unexpected error (logged by the caller), for the app's
-    500 handler and the fast lane."""
+    500 handler."""
     return JSONResponse({"error": "internal_error"}, status_code=500)

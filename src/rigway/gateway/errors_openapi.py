@@ -18,7 +18,8 @@ _DESCRIPTIONS = {
     403: "api_access_disabled / insufficient_scope",
     404: "not found (or another account's)",
     409: (
-        "conflict: rig_offline / rig_busy / webhook_limit / wake_unavailable / "
+        "conflict: rig_offline / rig_busy / webhook_limit / key_limit_reached / "
+        "wake_unavailable / "
         "desktop_unavailable: <state> (input while the desktop is locked, …) / "
         "frame_expired (a frame id unknown or no longer kept)"
     ),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from limits import parse as parse_rate_limit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rigway.protocol.ops import IceServer
@@ -41,9 +42,16 @@ class GatewaySettings(BaseModel):
     session_start_timeout_s: float = Field(default=10.0, gt=0)
     reaper_interval_s: float = Field(default=1.0, gt=0)
 
-    # Rate limits per API key (`limits` notation).
+    # Rate limits (`limits` notation: "1200/minute", "10 per 2 minutes"). Requests and
+    # input events per API key; requests per account too, all its keys together, so that
+    # more keys do not multiply the quota (five keys' worth by default).
     request_rate_limit: str = "1200/minute"
+    account_request_rate_limit: str = "6000/minute"
     input_event_rate_limit: str = "3000/minute"
+    # Console sign-in attempts (embedded identity provider): per account email, and per
+    # client address (an IPv6 client per /64), the address the ASGI server reports.
+    sign_in_rate_limit_per_email: str = "10/minute"
+    sign_in_rate_limit_per_address: str = "30/minute"
 
     pairing_code_ttl_s: float = 600.0
 
@@ -79,6 +87,18 @@ class GatewaySettings(BaseModel):
     def resolved_console_issuer(self) -> str:
         return self.console_issuer if self.console_issuer is not None else self.public_base_url
 
+    @field_validator(
+        "request_rate_limit",
+        "account_request_rate_limit",
+        "input_event_rate_limit",
+        "sign_in_rate_limit_per_email",
+        "sign_in_rate_limit_per_address",
+    )
+    @classmethod
+    def _is_a_rate_limit(cls, value: str) -> str:
+        parse_rate_limit(value)  # a ValueError naming the notation: start-up stops
+        return value
+
     @field_validator("release_public_key")
     @classmethod
     def _is_ed25519_key(cls, value: str | None) -> str | None:
@@ -106,7 +126,10 @@ _ENV_FIELDS: dict[str, str] = {
     "RIGWAY_MAX_CONCURRENT_SESSIONS": "max_concurrent_sessions",
     "RIGWAY_DEFAULT_IDLE_TIMEOUT_SECONDS": "default_idle_timeout_s",
     "RIGWAY_REQUEST_RATE_LIMIT": "request_rate_limit",
+    "RIGWAY_ACCOUNT_REQUEST_RATE_LIMIT": "account_request_rate_limit",
     "RIGWAY_INPUT_EVENT_RATE_LIMIT": "input_event_rate_limit",
+    "RIGWAY_SIGN_IN_RATE_LIMIT_PER_EMAIL": "sign_in_rate_limit_per_email",
+    "RIGWAY_SIGN_IN_RATE_LIMIT_PER_ADDRESS": "sign_in_rate_limit_per_address",
     "RIGWAY_HOST_GONE_GRACE_SECONDS": "host_gone_grace_s",
     "RIGWAY_ORPHAN_GRACE_SECONDS": "orphan_grace_s",
     "RIGWAY_WEBHOOK_ALLOW_PRIVATE_TARGETS": "webhook_allow_private_targets",

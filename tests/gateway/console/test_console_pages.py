@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rigway.gateway.clock import FakeClock
 from rigway.gateway.db.models import Rig
 from rigway.gateway.identity.keys import KEY_FILE_NAME, load_signing_key
 from rigway.gateway.identity.tokens import issue_console_token
@@ -64,6 +65,28 @@ async def test_wrong_password_and_unknown_email_get_the_same_refusal(stack: Stac
         assert wrong.text.replace(OWNER, "") == unknown.text.replace("nobody@example.com", "")
         assert "rigway_console=" not in wrong.headers.get("set-cookie", "")
         assert (await pages.client.get("/console/rigs")).status_code == 303
+
+
+async def test_the_form_throttles_one_address_trying_many_emails(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with (
+        running_stack(
+            tmp_path / "state",
+            database_url,
+            rigs=0,
+            clock=FakeClock(),
+            sign_in_rate_limit_per_address="2/minute",
+        ) as stack,
+        ConsolePages(stack) as pages,
+    ):
+        await add_owner(stack, OWNER)
+        tries = [await pages.sign_in(f"guess{index}@example.com") for index in range(2)]
+        throttled = await pages.sign_in(OWNER)
+    assert [answer.status_code for answer in tries] == [401, 401]
+    assert throttled.status_code == 429
+    assert "Too many sign-in attempts" in throttled.text
+    assert "rigway_console=" not in throttled.headers.get("set-cookie", "")
 
 
 async def test_sign_in_sets_an_http_only_strict_cookie_under_console(stack: Stack) -> None:

@@ -58,7 +58,9 @@ async def key_or_console_principal(
     if token is None or KEY_PATTERN.fullmatch(token) is not None:
         services = services_of(request)
         principal = await services.api_keys.authenticate(request.headers.get("authorization"))
-        await services.rate_limits.hit_request(principal.key_id)
+        await services.rate_limits.hit_request(
+            key_id=principal.key_id, account_id=principal.account_id
+        )
         return principal
     return await verify_console_token(request, token)
 

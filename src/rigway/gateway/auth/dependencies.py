@@ -20,7 +20,7 @@ async def api_principal(
 ) -> ApiPrincipal:
     services = services_of(request)
     principal = await services.api_keys.authenticate(request.headers.get("authorization"))
-    await services.rate_limits.hit_request(principal.key_id)
+    await services.rate_limits.hit_request(key_id=principal.key_id, account_id=principal.account_id)
     return principal
 
 

@@ -33,6 +33,7 @@ from rigway.gateway.console.rendering import (
 )
 from rigway.gateway.console.session import SESSION_COOKIE, SignInRequired, require_signed_in
 from rigway.gateway.errors import InvalidConsoleToken, RateLimited
+from rigway.gateway.identity.routes import client_address
 from rigway.gateway.services import services_of
 
 __all__ = ["router"]
@@ -63,12 +64,14 @@ async def sign_in(
     if services.identity is None:
         return _sign_in_form(request, email=email, error=None, status=404)
     try:
-        token = await services.identity.sign_in(email, password)
+        token = await services.identity.sign_in(
+            email, password, client_address=client_address(request)
+        )
     except InvalidConsoleToken:
         # One message for an unknown email and a wrong password.
         return _sign_in_form(request, email=email, error="Wrong email or password.", status=401)
     except RateLimited:
-        error = "Too many sign-in attempts for this email; wait a minute and try again."
+        error = "Too many sign-in attempts; wait a minute and try again."
         return _sign_in_form(request, email=email, error=error, status=429)
     response = redirect("/console/rigs")
     SESSION_COOKIE.set(response, request, token, services.settings.console_token_ttl_s)

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import HTTPConnection
 
 from rigway.gateway.errors import NotFound
 from rigway.gateway.errors_openapi import error_responses
@@ -44,5 +45,16 @@ async def sign_in(request: Request, body: SignInIn) -> SignInOut:
     services = services_of(request)
     if services.identity is None:
         raise NotFound("this gateway uses an external identity provider")
-    token = await services.identity.sign_in(body.email, body.password)
+    token = await services.identity.sign_in(
+        body.email, body.password, client_address=client_address(request)
+    )
     return SignInOut(access_token=token, expires_in=services.settings.console_token_ttl_s)
+
+
+def client_address(connection: HTTPConnection) -> str | None:
+    """The caller's address as the ASGI server reports it (`scope["client"]`). The
+    gateway reads no forwarding header itself: under uvicorn, `X-Forwarded-For` replaces
+    the peer's address only when the peer is in uvicorn's `forwarded_allow_ips` (the
+    loopback addresses unless set), that is a proxy the operator put there."""
+    client = connection.client
+    return None if client is None else client.host

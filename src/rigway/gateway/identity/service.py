@@ -68,11 +68,12 @@ class IdentityProvider:
             found = await db.scalar(select(User.id).where(User.email == email.strip().lower()))
         return found is not None
 
-    async def sign_in(self, email: str, password: str) -> str:
+    async def sign_in(self, email: str, password: str, *, client_address: str | None) -> str:
         """A console token for a correct email and password; the same refusal (and the
         same argon2 cost) for an unknown email and a wrong password; 429 past the
-        per-email attempt quota."""
-        await self._rate_limits.hit_sign_in(email)
+        attempt quotas per client address and per email. `client_address` is None for
+        a caller that is not on the network (`rigway up` signing its owner in)."""
+        await self._rate_limits.hit_sign_in(email, client_address=client_address)
         async with self._sessions() as db:
             user = await db.scalar(select(User).where(User.email == email.strip().lower()))
         stored = user.password_hash if user is not None else None

@@ -19,12 +19,16 @@ async def list_keys(request: Request, caller: ConsoleCaller) -> ApiKeyListOut:
 
 
 @router.post(
-    "/v1/keys", response_model=ApiKeyCreatedOut, status_code=201, responses=error_responses(401)
+    "/v1/keys",
+    response_model=ApiKeyCreatedOut,
+    status_code=201,
+    responses=error_responses(401, 409),
 )
 async def create_key(
     request: Request, body: CreateKeyIn, caller: ConsoleCaller
 ) -> ApiKeyCreatedOut:
-    """Creates a key; `secret` (the full key) appears in this response only."""
+    """Creates a key; `secret` (the full key) appears in this response only. At most 50
+    active keys per account: past them, 409 `key_limit_reached`."""
     return await services_of(request).keys.create(caller.account_id, body)
 
 

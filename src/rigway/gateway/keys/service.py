@@ -1,17 +1,24 @@
-"""API key rules: create (secret shown once), list (prefix only), revoke."""
+"""API key rules: create (secret shown once, at most MAX_ACTIVE_KEYS_PER_ACCOUNT
+active), list (prefix only), revoke."""
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.auth.api_keys import ALL_SCOPES, ApiKeyAuthenticator, generate_api_key
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import ApiKey
-from rigway.gateway.errors import NotFound
+from rigway.gateway.errors import Conflict, NotFound
 from rigway.gateway.ids import is_well_formed, new_uuid
 from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyOut, CreateKeyIn
+
+# Each key has its own request quota; the cap bounds what an account's keys add up to
+# before the account-wide ceiling (docs/api.md, Rate limits) and keeps the list short.
+# Revoked keys do not count.
+MAX_ACTIVE_KEYS_PER_ACCOUNT = 50
 
 
 def _view(row: ApiKey) -> ApiKeyOut:
@@ -51,6 +58,19 @@ class KeyService:
             created_at=self._clock.now(),
         )
         async with self._sessions.begin() as db:
+            # Serialise creators of one account so the cap holds under races.
+            await lock_account(db, account_id)
+            active = await db.scalar(
+                select(func.count()).where(
+                    ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None)
+                )
+            )
+            if int(active or 0) >= MAX_ACTIVE_KEYS_PER_ACCOUNT:
+                raise Conflict(
+                    f"an account has at most {MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys; "
+                    "revoke one first",
+                    code="key_limit_reached",
+                )
             db.add(row)
         # A prefix someone tried before this key existed is remembered as unknown.
         self._authenticator.forget(new_key.prefix)
