@@ -7,6 +7,7 @@ in alternating blocks, so a slower or faster phase of the machine weighs on both
 The earlier commit is checked out in a temporary worktree and run from there.
 
 Run: .venv/bin/python -m bench.gateway_overhead [--baseline 741c5f0] [--blocks 3]
+     [--candidate REV]  (a commit instead of this working tree)
 """
 
 from __future__ import annotations
@@ -72,19 +73,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=DEFAULT_BASELINE)
     parser.add_argument("--blocks", type=int, default=3)
+    parser.add_argument("--candidate", default=None)
     arguments = parser.parse_args()
     floor_desktop = SimDesktop()
     ours: list[float] = []
     theirs: list[float] = []
-    with worktree_at(arguments.baseline) as baseline_tree:
+    with contextlib.ExitStack() as trees:
+        baseline_tree = trees.enter_context(worktree_at(arguments.baseline))
+        candidate_tree = (
+            REPOSITORY
+            if arguments.candidate is None
+            else trees.enter_context(worktree_at(arguments.candidate))
+        )
         for _ in range(arguments.blocks):
             theirs += overhead_block(baseline_tree, floor_desktop)
-            ours += overhead_block(REPOSITORY, floor_desktop)
+            ours += overhead_block(candidate_tree, floor_desktop)
+    candidate = "this tree" if arguments.candidate is None else arguments.candidate
     print("gateway RTT - host_jpeg_ms per screenshot, sim 1920x1080 after a click, q85")
     print(row(f"  baseline {arguments.baseline}", theirs))
-    print(row("  this tree", ours))
+    print(row(f"  {candidate}", ours))
     verdict = "PASS" if p50(ours) <= BAR_MS else "FAIL"
-    print(f"  this tree p50 {p50(ours):.2f} ms (bar <= {BAR_MS} ms): {verdict}")
+    print(f"  {candidate} p50 {p50(ours):.2f} ms (bar <= {BAR_MS} ms): {verdict}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,14 @@ API) only to know where each request's head and body end, and:
 Once a connection is upgraded to a WebSocket it steps aside; the host link has its own
 heartbeat and deadlines.
 
+Each connection also writes through a `CoalescingTransport`: uvicorn writes a
+response's status line and headers, then its body, in two `write` calls, each a
+syscall that on loopback also runs the receiver's side in the sender's time and may wake
+the client twice. Held until the end of the event loop's tick, they leave as one
+writev; the upgraded WebSocket inherits the same transport, so host-link frames get the
+same treatment (docs/decisions/0004-screen-hot-path.md measured the two writes at about
+a third of the gateway's busy time per screenshot).
+
 It is wired through `uvicorn.Config`'s own `http` protocol setting: the config is loaded
 as uvicorn's server would load it, and the protocol class it resolved for "httptools" is
 the one each `BoundedConnection` wraps (by composition: it calls the asyncio `Protocol`
@@ -33,14 +41,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
 import httptools
 import uvicorn
 
-__all__ = ["BoundedConnection", "ConnectionLimits", "server_config"]
+__all__ = ["BoundedConnection", "CoalescingTransport", "ConnectionLimits", "server_config"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +83,94 @@ _HEADERS_TOO_LARGE = _response(b"431 Request Header Fields Too Large")
 _BAD_UPGRADE = _response(b"400 Bad Request")
 
 
+class CoalescingTransport(asyncio.Transport):
+    """A write-coalescing view of `transport`; everything but writes passes through."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes | bytearray | memoryview] = []
+        self._flush_scheduled = False
+
+    # ---- writes ---------------------------------------------------------------------
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        self._held.append(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def flush(self) -> None:
+        """Send what this tick wrote, in one write."""
+        self._flush_scheduled = False
+        held, self._held = self._held, []
+        if not held or self._transport.is_closing():
+            # A closed transport would refuse the write; its peer is gone anyway.
+            return
+        if len(held) == 1:
+            self._transport.write(held[0])
+        else:
+            # One writev with uvloop: the headers and a JPEG body leave together without
+            # first being copied into one buffer.
+            self._transport.writelines(held)
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(len(data) for data in self._held)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    # ---- closing: what was written goes out first -------------------------------------
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = []
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    # ---- the rest passes through -------------------------------------------------------
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+
 class BoundedConnection(asyncio.Protocol):
     """One client connection: `inner` (uvicorn's protocol) does the work; this bounds
     the time and size of each request's head and the time of its body."""
@@ -103,7 +199,7 @@ class BoundedConnection(asyncio.Protocol):
         # A stream transport (uvloop's is not a subclass of asyncio's, so no isinstance).
         self._transport = cast(asyncio.Transport, transport)
         self._arm(self._limits.head_timeout_s, self._head_timed_out)
-        self._inner.connection_made(transport)
+        self._inner.connection_made(CoalescingTransport(self._transport, self._loop))
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
