@@ -1,4 +1,4 @@
-"""Issue 18 benchmark: one scripted task on a real GTK app, run three ways.
+"""One scripted task on a real GTK app, run three ways.
 
 gtk3-widget-factory on a private Xvfb desktop (1920x1080, openbox; tests/support/
 x_desktop.py), `rigway up --desktop x11` in a subprocess, this process the client. The

@@ -1,4 +1,4 @@
-"""Issue 2 benchmark: screenshot (q85) and observe image=0 through the gateway on the
+"""Screenshot (q85) and observe image=0 through the gateway on the
 sim desktop at 1920x1080, beside the agent's own capture+encode time.
 
 It also times the same cached screenshot twice: back to back, and after 5 ms of idle
@@ -78,7 +78,7 @@ def _print_changed(title: str, samples: dict[str, list[float]]) -> None:
     print(row("  gateway RTT - host_jpeg_ms, per request", overhead))
     print(row("  host link round trip, seen by the gateway", samples["link"]))
     print(row("  agent capture+encode (host_jpeg_ms)", host))
-    print(f"  ratio gateway p50 / agent p50: {p50(rtt) / p50(host):.2f}  (issue 2's bar <= 1.3)")
+    print(f"  ratio gateway p50 / agent p50: {p50(rtt) / p50(host):.2f}  (bar: <= 1.3)")
     print(row("  floor: sim grab + one-thread encode here", samples["floor"]))
     print(f"  ratio gateway p50 / floor p50: {p50(rtt) / p50(samples['floor']):.2f}")
 

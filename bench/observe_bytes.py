@@ -1,4 +1,4 @@
-"""Issue 19 benchmark: the bytes an agent receives per step, full observe against delta.
+"""The bytes an agent receives per step, full observe against delta.
 
 The scripted task of bench/agent_step.py (17 steps on gtk3-widget-factory, private
 Xvfb at 1920x1080, `rigway up --desktop x11`), reused from there: its events are found

@@ -1,4 +1,4 @@
-"""Issue 3 benchmark: the x11 backend through the gateway on Xvfb 1920x1080.
+"""The x11 backend through the gateway on Xvfb 1920x1080.
 
 `rigway up --desktop x11` runs in a subprocess against a private Xvfb desktop (Xvfb,
 session D-Bus, openbox: tests/support/x_desktop.py); this process is the HTTP client.
@@ -120,7 +120,7 @@ class Floor:
     """What a screenshot costs without the gateway, timed in this process on the same
     desktop:
     - the reference floor: an mss grab plus simplejpeg q85 4:2:0 on one thread, the
-      plain way to capture and encode (the issue's "capture through MIT-SHM (mss)");
+      plain way to capture and encode (capture through MIT-SHM);
     - Rigway's own chain: the agent's zero-copy capture and its strip encoder on as many
       threads as the agent uses, a whole frame (nothing reused);
     - `scrot` writing a file that is then read (the method peers use)."""

@@ -903,7 +903,7 @@ async def test_host_silent_on_screen_504_host_timeout(bare_stack: Stack, op: Op)
 
 
 async def test_host_silent_on_targets_200_empty_list(bare_stack: Stack) -> None:
-    """The spec: the target list is empty when the host is unavailable, not an error."""
+    """docs/api.md (Screen): the target list is empty when the host is unavailable, not an error."""
     async with fake_host(bare_stack, {ops.SESSION_START: STARTED}) as host:
         session_id = await bare_stack.start_session_on(host.rig_id)
         response = await bare_stack.client.get(f"/v1/sessions/{session_id}/targets")

@@ -385,7 +385,7 @@ def installer_for(
 
 
 def config_home(environment: Mapping[str, str], home: Path) -> Path:
-    """$XDG_CONFIG_HOME, or ~/.config when it is unset or relative (as the spec says)."""
+    """$XDG_CONFIG_HOME, or ~/.config when it is unset or relative (as the XDG spec says)."""
     configured = environment.get("XDG_CONFIG_HOME", "")
     if configured and Path(configured).is_absolute():
         return Path(configured)

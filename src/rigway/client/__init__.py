@@ -86,7 +86,7 @@ from .models import (
     WebhookCreated,
 )
 
-# The spec's name for a click target.
+# Another public name for a click target, `Target`.
 GroundingTarget = Target
 
 __all__ = [

@@ -365,7 +365,7 @@ def list_webhooks() -> Operation[list[Webhook]]:
 def _decode_webhook_created(response: httpx2.Response) -> WebhookCreated:
     data = _core.json_of(response)
     if isinstance(data, dict) and "webhook" not in data:
-        # Tolerate a flat Webhook answer: the spec names the envelope, but a flat one
+        # Tolerate a flat Webhook answer: docs/api.md names the envelope, but a flat one
         # carries the same information.
         warning = data.pop("warning", None)
         data = {"webhook": data, "warning": warning}

@@ -278,7 +278,7 @@ class DesktopService:
         return _parse_reply(ops.TargetSnapshot, reply.body)
 
     async def targets(self, live: LiveSession) -> TargetsOut:
-        """The spec: the list is empty when the host is unavailable, not an error."""
+        """docs/api.md (Screen): the list is empty when the host is unavailable, not an error."""
         try:
             snapshot = await self.target_snapshot(live)
         except (HostError, HostTimeout, InvalidRequest):

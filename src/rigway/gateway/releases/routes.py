@@ -36,7 +36,7 @@ class ReleaseKeysOut(BaseModel):
 async def latest_release(request: Request) -> AgentReleaseOut:
     """The newest signed release: the configured one, else the gateway's own. Agents
     verify the Ed25519 signature over the canonical `manifest` themselves; the top-level
-    fields repeat it for the spec's readers."""
+    fields repeat it for readers of docs/api.md (Agent releases)."""
     releases = release_service_of(services_of(request))
     signed = await asyncio.to_thread(releases.latest)
     fields = signed.fields

@@ -1,6 +1,6 @@
 """The session state machine: active → ended | failed, each transition exactly once.
 
-Every end reason of the spec has one code path into `end()`: client (DELETE or POST
+Every end reason of docs/api.md (Sessions) has one code path into `end()`: client (DELETE or POST
 /end), owner_kill (console or the host tray), idle_timeout and max_age (the reaper),
 timeout (orphan cleanup at start), host_gone (host link lost past a grace) and
 unpaired (the owner unpairs the rig).

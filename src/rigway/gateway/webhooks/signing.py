@@ -1,4 +1,4 @@
-"""Webhook secrets, signatures and delivery headers (spec: "Delivery headers").
+"""Webhook secrets, signatures and delivery headers (docs/api.md, "Webhook deliveries").
 
 The signature is `sha256=` + hex HMAC-SHA256 over `f"{timestamp}."` + the raw body, keyed
 with the whole secret string, `whsec_` included (docs/api.md, webhooks). Receivers

@@ -3,7 +3,7 @@
 Each outbox event is claimed with a conditional UPDATE (exactly once across gateway
 nodes), then delivered to every enabled webhook of its account that subscribes to it,
 concurrently, each within the ~5 s deadline of `deliver`. Deliveries are best effort:
-no retries (spec); the outcome lands in the webhook's last_* fields.
+no retries (docs/api.md, "Webhook deliveries"); the outcome lands in the webhook's last_* fields.
 """
 
 from __future__ import annotations
