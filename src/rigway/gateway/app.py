@@ -39,6 +39,7 @@ from rigway.gateway.errors import (
     api_error_response,
     internal_error_response,
 )
+from rigway.gateway.health_and_metrics import router as health_and_metrics_router
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
 from rigway.gateway.identity.keys import load_or_create_signing_key
@@ -47,7 +48,6 @@ from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.keys.routes import router as keys_router
 from rigway.gateway.keys.service import KeyService
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
-from rigway.gateway.operations import router as operations_router
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.releases.routes import router as releases_router
 from rigway.gateway.rigs.owner import RigOwnerActions
@@ -214,7 +214,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     app.state.services = services
     _install_error_handlers(app)
     for router in (
-        operations_router,
+        health_and_metrics_router,
         rigs_router,
         rigs_console_router,
         agent_router,

@@ -1,4 +1,5 @@
-"""Operational endpoints: liveness, readiness, metrics."""
+"""Health and metrics for operators: liveness (/healthz), readiness (/readyz, the store
+answers) and Prometheus metrics (/metrics)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy import text
 
 from rigway.gateway.services import Services, services_of
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["health and metrics"])
 
 
 @router.get("/healthz")

@@ -1,4 +1,4 @@
-"""Operational endpoints on a live stack: liveness, readiness and Prometheus metrics."""
+"""Health and metrics on a live stack: liveness, readiness and Prometheus metrics."""
 
 from __future__ import annotations
 
