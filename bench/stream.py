@@ -41,7 +41,7 @@ from rigway.agent import runner
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl, StreamSettings, encoders
-from rigway.agent.stream.h264_encoder import TunedH264Encoder
+from rigway.agent.stream.aiortc_adaptation import TunedH264Encoder
 from rigway.agent.stream.publisher import StreamPublisher
 from rigway.agent.stream.track import to_video_frame
 

@@ -27,8 +27,8 @@ from aiortc.mediastreams import MediaStreamError
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamSettings, aiortc_adaptation
+from rigway.agent.stream.aiortc_adaptation import TunedH264Encoder
 from rigway.agent.stream.encoders import EncoderTuning
-from rigway.agent.stream.h264_encoder import TunedH264Encoder
 from rigway.agent.stream.publisher import StreamPublisher
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops

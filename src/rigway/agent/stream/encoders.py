@@ -2,7 +2,7 @@
 
 aiortc's own `H264Encoder` hard-codes libx264 with x264's default preset (medium: 41 fps
 at 1080p here), level 3.1, 0.5 to 3 Mbit/s and 30 fps. The agent encodes with its own
-encoder instead (`h264_encoder.TunedH264Encoder`), opened here: the codec, pixel format,
+encoder instead (`aiortc_adaptation.TunedH264Encoder`), opened here: the codec, pixel format,
 level, preset, key-frame interval and bit rates are ours. Why this needs one adaptation
 of aiortc, and where it lives: `docs/decisions/` (the aiortc encoder record).
 
@@ -26,6 +26,8 @@ from av.video.codeccontext import VideoCodecContext
 __all__ = [
     "HARDWARE_H264",
     "SOFTWARE_H264",
+    "VIDEO_CLOCK_RATE",
+    "VIDEO_TIME_BASE",
     "EncoderTuning",
     "choose_h264_encoder",
     "encoder_options",
@@ -33,6 +35,7 @@ __all__ = [
     "open_h264_context",
     "pixel_format",
     "probe_h264_encoder",
+    "rebase_timestamp",
 ]
 
 _log = logging.getLogger(__name__)
@@ -50,6 +53,16 @@ _LEVELS: tuple[tuple[str, int, int], ...] = (
     ("52", 36_864, 2_073_600),
 )
 _PROBE_SIZE = (256, 144)
+# RTP timestamps of video run on a 90 kHz clock (RFC 3551, section 5).
+VIDEO_CLOCK_RATE = 90_000
+VIDEO_TIME_BASE = fractions.Fraction(1, VIDEO_CLOCK_RATE)
+
+
+def rebase_timestamp(
+    timestamp: int, time_base: fractions.Fraction, new_base: fractions.Fraction
+) -> int:
+    """`timestamp` counted in `time_base` units, counted in `new_base` units instead."""
+    return int(timestamp * time_base / new_base)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,12 @@ from typing import Any
 import aioice.ice
 import av
 from aiortc import (
+    InvalidStateError,
     RTCConfiguration,
     RTCIceServer,
     RTCPeerConnection,
     RTCSessionDescription,
 )
-from aiortc.exceptions import InvalidStateError
-from aiortc.sdp import candidate_from_sdp
 
 from rigway.agent.backends.base import Pixels
 from rigway.agent.screen import ScreenService, StreamWatch
@@ -161,7 +160,9 @@ class StreamPublisher:
         if self._settings.loopback_only and not is_loopback_candidate(text):
             return
         try:
-            candidate = candidate_from_sdp(text.removeprefix("a=").removeprefix("candidate:"))
+            candidate = aiortc_adaptation.candidate_from_sdp(
+                text.removeprefix("a=").removeprefix("candidate:")
+            )
         except (AssertionError, ValueError, IndexError) as exc:
             raise StreamError(f"unreadable candidate: {exc}") from exc
         candidate.sdpMid = request.sdp_mid

@@ -19,10 +19,10 @@ from typing import Protocol, cast
 import av
 import cv2
 import numpy as np
-from aiortc import VideoStreamTrack
-from aiortc.mediastreams import VIDEO_CLOCK_RATE, VIDEO_TIME_BASE, MediaStreamError
+from aiortc import MediaStreamError, VideoStreamTrack
 
 from rigway.agent.backends.base import Pixels
+from rigway.agent.stream.encoders import VIDEO_CLOCK_RATE, VIDEO_TIME_BASE
 
 __all__ = ["DesktopTrack", "FrameSource", "TrackStats", "scaled_size", "to_video_frame"]
 
