@@ -1,5 +1,6 @@
-"""`rigway up` through its real entry point: credentials in local.json (0600), rigs
-paired through the public pairing endpoint and online, a console login, a clean stop."""
+"""`rigway up` through its real entry point: a private state directory (0700, its store
+0600), credentials in local.json (0600), rigs paired through the public pairing endpoint
+and online, a console login, a clean stop."""
 
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ def test_rigway_up_serves_two_paired_sim_rigs_and_stops_cleanly(tmp_path: Path) 
         local_json = state_dir / "local.json"
         credentials = _wait_for_credentials(local_json, process)
         assert local_json.stat().st_mode & 0o777 == 0o600
+        assert state_dir.stat().st_mode & 0o777 == 0o700
+        store_files = list(state_dir.glob("rigway.db*"))
+        assert {"rigway.db", "rigway.db-wal"} <= {path.name for path in store_files}
+        assert {path.stat().st_mode & 0o777 for path in store_files} == {0o600}
         assert credentials["base_url"] == f"http://127.0.0.1:{port}"
         headers = {"Authorization": f"Bearer {credentials['api_key']}"}
         with httpx2.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as client:

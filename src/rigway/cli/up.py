@@ -2,7 +2,8 @@
 
 A gateway on SQLite, one local owner with an API key, and N local rigs whose agents
 pair through the same `/v1/agent/pair` endpoint and connect over the same WebSocket a
-remote agent uses. Credentials go to `<state dir>/local.json` (mode 0600).
+remote agent uses. Credentials go to `<state dir>/local.json` (mode 0600), in a state
+directory private to its user (`state_dir.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import uvicorn
 from rigway import event_loop
 from rigway.agent.pairing import pair
 from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
+from rigway.cli.state_dir import make_state_dir_private
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
 from rigway.gateway.hostlink.registry import HostRegistry
@@ -306,4 +308,9 @@ def up(
     settings = load_settings(
         os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"
     )
+    try:
+        make_state_dir_private(settings.state_dir, settings.local_database_file())
+    except OSError as exc:
+        typer.echo(f"rigway up: cannot make {settings.state_dir} private: {exc}", err=True)
+        raise typer.Exit(code=1) from exc
     event_loop.run(run_local(settings, host, port, rigs, desktop))

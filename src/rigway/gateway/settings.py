@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rigway.protocol.ops import IceServer
 from rigway.releases.manifest import load_public_key
 
+# The SQLite file in state_dir that is the store when database_url is not set.
+LOCAL_DATABASE_NAME = "rigway.db"
+
 
 class GatewaySettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -111,10 +114,14 @@ class GatewaySettings(BaseModel):
             return self.release_signing_key_file
         return self.state_dir / "release-signing.key"
 
+    def local_database_file(self) -> Path | None:
+        """The SQLite file in state_dir, the store unless database_url names another."""
+        return self.state_dir / LOCAL_DATABASE_NAME if self.database_url is None else None
+
     def resolved_database_url(self) -> str:
         if self.database_url is not None:
             return self.database_url
-        return f"sqlite+aiosqlite:///{(self.state_dir / 'rigway.db').resolve()}"
+        return f"sqlite+aiosqlite:///{(self.state_dir / LOCAL_DATABASE_NAME).resolve()}"
 
 
 _ENV_FIELDS: dict[str, str] = {
