@@ -37,8 +37,8 @@ class CountedReads:
 
     def __init__(self, authenticator: ApiKeyAuthenticator) -> None:
         self.opened = 0
-        self._real = authenticator._sessions
-        authenticator._sessions = self  # type: ignore[assignment]
+        self._real = authenticator._db_sessions
+        authenticator._db_sessions = self  # type: ignore[assignment]
 
     def __call__(self) -> Any:
         self.opened += 1
@@ -53,16 +53,16 @@ def _after_the_next_read(
 ) -> None:
     """The authenticator's next read runs to its end, then `change` commits before the
     read's answer is used: a store change racing a cache fill."""
-    real_sessions = authenticator._sessions
+    real_db_sessions = authenticator._db_sessions
 
     @contextlib.asynccontextmanager
     async def read_then_change() -> AsyncIterator[Any]:
-        async with real_sessions() as db:
+        async with real_db_sessions() as db:
             yield db
-        authenticator._sessions = real_sessions
+        authenticator._db_sessions = real_db_sessions
         await change()
 
-    authenticator._sessions = read_then_change  # type: ignore[assignment]
+    authenticator._db_sessions = read_then_change  # type: ignore[assignment]
 
 
 async def _refused(authenticator: ApiKeyAuthenticator, secret: str) -> bool:

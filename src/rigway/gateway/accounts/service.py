@@ -12,17 +12,17 @@ from rigway.gateway.ids import new_id
 
 
 class AccountService:
-    def __init__(self, sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
-        self._sessions = sessions
+    def __init__(self, db_sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
+        self._db_sessions = db_sessions
         self._clock = clock
 
     async def create(self, name: str) -> str:
         account = Account(id=new_id("acc"), name=name, created_at=self._clock.now())
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             db.add(account)
         return account.id
 
     async def first_named(self, name: str) -> str | None:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             query = select(Account.id).where(Account.name == name).order_by(Account.created_at)
             return await db.scalar(query.limit(1))

@@ -83,8 +83,8 @@ class ApiKeyAuthenticator:
     next request (another gateway node's creation, within the cache's 30 s).
     """
 
-    def __init__(self, sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
-        self._sessions = sessions
+    def __init__(self, db_sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
+        self._db_sessions = db_sessions
         self._clock = clock
         self._cache: dict[str, _CachedKey] = {}
         # prefix -> when the store last said it has no live key under it (monotonic s)
@@ -130,7 +130,7 @@ class ApiKeyAuthenticator:
 
     async def _load(self, prefix: str) -> _CachedKey | None:
         generation = self._generation
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             row = await db.scalar(
                 select(ApiKey).where(ApiKey.key_prefix == prefix, ApiKey.revoked_at.is_(None))
             )
@@ -163,7 +163,7 @@ class ApiKeyAuthenticator:
         ):
             return
         cached.last_used_at = now
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             await db.execute(
                 update(ApiKey).where(ApiKey.key_prefix == prefix).values(last_used_at=now)
             )

@@ -76,7 +76,7 @@ class FrameRegistry:
         if per_session < 1:
             raise ValueError("a session keeps at least one frame")
         self._per_session = per_session
-        self._sessions: dict[str, OrderedDict[str, Frame]] = {}
+        self._frames_by_session: dict[str, OrderedDict[str, Frame]] = {}
 
     def remember(
         self,
@@ -91,7 +91,7 @@ class FrameRegistry:
         if min(rw, rh, image_width, image_height) < 1:
             raise ValueError("a frame shows at least one pixel")
         frame = Frame(new_frame_id(), region, image_width, image_height, damage_mark)
-        frames = self._sessions.setdefault(session_id, OrderedDict())
+        frames = self._frames_by_session.setdefault(session_id, OrderedDict())
         frames[frame.frame_id] = frame
         while len(frames) > self._per_session:
             frames.popitem(last=False)
@@ -99,7 +99,7 @@ class FrameRegistry:
 
     def get(self, session_id: str, frame_id: str) -> Frame | None:
         """The frame, if this session was shown it and it is still kept."""
-        frames = self._sessions.get(session_id)
+        frames = self._frames_by_session.get(session_id)
         if frames is None:
             return None
         frame = frames.get(frame_id)
@@ -125,14 +125,14 @@ class FrameRegistry:
             scope=frame.scope if scope is None else scope,
             targets=kept,
         )
-        frames = self._sessions.get(session_id)
+        frames = self._frames_by_session.get(session_id)
         if frames is not None and frame.frame_id in frames:
             frames[frame.frame_id] = updated
         return updated
 
     def forget_session(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
+        self._frames_by_session.pop(session_id, None)
 
     def __len__(self) -> int:
         """Sessions with frames kept (a leak shows here)."""
-        return len(self._sessions)
+        return len(self._frames_by_session)

@@ -26,7 +26,7 @@ from rigway.gateway.ratelimit import RateLimits
 class IdentityProvider:
     def __init__(
         self,
-        sessions: async_sessionmaker[DbSession],
+        db_sessions: async_sessionmaker[DbSession],
         clock: Clock,
         key: SigningKey,
         *,
@@ -36,7 +36,7 @@ class IdentityProvider:
         rate_limits: RateLimits,
     ) -> None:
         self._rate_limits = rate_limits
-        self._sessions = sessions
+        self._db_sessions = db_sessions
         self._clock = clock
         self._key = key
         self._issuer = issuer
@@ -57,14 +57,14 @@ class IdentityProvider:
             created_at=self._clock.now(),
         )
         try:
-            async with self._sessions.begin() as db:
+            async with self._db_sessions.begin() as db:
                 db.add(user)
         except IntegrityError as exc:
             raise Conflict("a user with this email exists", code="user_exists") from exc
         return user.id
 
     async def user_exists(self, email: str) -> bool:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             found = await db.scalar(select(User.id).where(User.email == email.strip().lower()))
         return found is not None
 
@@ -74,7 +74,7 @@ class IdentityProvider:
         attempt quotas per client address and per email. `client_address` is None for
         a caller that is not on the network (`rigway up` signing its owner in)."""
         await self._rate_limits.hit_sign_in(email, client_address=client_address)
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             user = await db.scalar(select(User).where(User.email == email.strip().lower()))
         stored = user.password_hash if user is not None else None
         if not await self._passwords.verify_in_thread(stored, password) or user is None:

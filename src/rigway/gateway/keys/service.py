@@ -36,11 +36,11 @@ def _view(row: ApiKey) -> ApiKeyOut:
 class KeyService:
     def __init__(
         self,
-        sessions: async_sessionmaker[DbSession],
+        db_sessions: async_sessionmaker[DbSession],
         clock: Clock,
         authenticator: ApiKeyAuthenticator,
     ) -> None:
-        self._sessions = sessions
+        self._db_sessions = db_sessions
         self._clock = clock
         self._authenticator = authenticator
 
@@ -57,7 +57,7 @@ class KeyService:
             scopes=scopes,
             created_at=self._clock.now(),
         )
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             # Serialise creators of one account so the cap holds under races.
             await lock_account(db, account_id)
             active = await db.scalar(
@@ -77,7 +77,7 @@ class KeyService:
         return ApiKeyCreatedOut(**_view(row).model_dump(), secret=new_key.secret)
 
     async def list(self, account_id: str) -> list[ApiKeyOut]:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rows = await db.scalars(
                 select(ApiKey)
                 .where(ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None))
@@ -86,7 +86,7 @@ class KeyService:
             return [_view(row) for row in rows]
 
     async def revoke(self, account_id: str, key_id: str) -> ApiKeyOut:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             row = await db.get(ApiKey, key_id) if is_well_formed(key_id) else None
             if row is None or row.account_id != account_id or row.revoked_at is not None:
                 raise NotFound(code="key_not_found")

@@ -38,7 +38,7 @@ def _normalise_code(code: str) -> str:
 class RigService:
     def __init__(
         self,
-        sessions: async_sessionmaker[DbSession],
+        db_sessions: async_sessionmaker[DbSession],
         clock: Clock,
         *,
         is_online: Callable[[str], bool],
@@ -47,7 +47,7 @@ class RigService:
         desktop_state_of: Callable[[str], DesktopState | None],
         displays_of: Callable[[str], Sequence[DisplayInfo]] = lambda _rig_id: [],
     ) -> None:
-        self._sessions = sessions
+        self._db_sessions = db_sessions
         self._clock = clock
         self._is_online = is_online
         self._active_session_for = active_session_for
@@ -73,12 +73,12 @@ class RigService:
         )
 
     async def list(self, account_id: str) -> list[RigOut]:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rigs = await repository.list_for_account(db, account_id)
         return [self.view(rig) for rig in rigs]
 
     async def get(self, account_id: str, rig_id: str) -> Rig:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rig = await repository.get_for_account(db, account_id, rig_id)
         if rig is None:
             raise rig_not_found()
@@ -87,7 +87,7 @@ class RigService:
     async def create_pairing_code(self, account_id: str) -> PairingCodeOut:
         raw = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(10))
         expires_at = self._clock.now() + timedelta(seconds=self._pairing_code_ttl_s)
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             db.add(
                 PairingCode(code_hash=_sha256(raw), account_id=account_id, expires_at=expires_at)
             )
@@ -96,7 +96,7 @@ class RigService:
     async def pair(self, code: str, *, name: str, os: str, gpu: str) -> PairOut:
         token = _RIG_TOKEN_PREFIX + secrets.token_hex(32)
         now = self._clock.now()
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             account_id = await repository.claim_pairing_code(
                 db, _sha256(_normalise_code(code)), now
             )
@@ -119,7 +119,7 @@ class RigService:
         if token is None or not token.startswith(_RIG_TOKEN_PREFIX):
             return None
         token_hash = _sha256(token)
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rig = await repository.by_token_hash(db, token_hash)
         # The index lookup already matched; compare again in constant time so the
         # decision never rests on a short-circuiting string comparison.
@@ -128,7 +128,7 @@ class RigService:
         return rig if hmac.compare_digest(rig.token_hash.encode(), token_hash.encode()) else None
 
     async def record_hello(self, rig_id: str, hello: Hello) -> None:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             rig = await db.get(Rig, rig_id)
             if rig is None:
                 return
@@ -145,7 +145,7 @@ class RigService:
     async def update(
         self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
     ) -> Rig:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             rig = await repository.get_for_account(db, account_id, rig_id)
             if rig is None:
                 raise rig_not_found()
@@ -157,7 +157,7 @@ class RigService:
 
     async def unpair(self, account_id: str, rig_id: str) -> Rig:
         """Forgets the rig: its token stops working and it leaves every listing."""
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             rig = await repository.get_for_account(db, account_id, rig_id)
             if rig is None:
                 raise rig_not_found()
@@ -170,12 +170,12 @@ class RigService:
         """Other rigs of the account last seen on the same LAN."""
         if rig.lan is None:
             return []
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rigs = await repository.list_for_account(db, rig.account_id)
         return [other for other in rigs if other.id != rig.id and other.lan == rig.lan]
 
     async def set_api_access(self, account_id: str, rig_id: str, enabled: bool) -> Rig:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             rig = await repository.get_for_account(db, account_id, rig_id)
             if rig is None:
                 raise rig_not_found()

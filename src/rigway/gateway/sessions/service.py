@@ -53,12 +53,12 @@ logger = logging.getLogger(__name__)
 class SessionService:
     def __init__(
         self,
-        sessions: async_sessionmaker[DbSession],
+        db_sessions: async_sessionmaker[DbSession],
         registry: HostRegistry,
         clock: Clock,
         settings: GatewaySettings,
     ) -> None:
-        self._sessions = sessions
+        self._db_sessions = db_sessions
         self._registry = registry
         self._clock = clock
         self._settings = settings
@@ -104,7 +104,7 @@ class SessionService:
         return self.view(await self._row_for_account(account_id, session_id))
 
     async def list_active(self, account_id: str, api_key_id: str | None) -> list[SessionOut]:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rows = await repository.list_active(db, account_id, api_key_id)
         return [self.view(row) for row in rows]
 
@@ -135,7 +135,7 @@ class SessionService:
         except (HostError, HostTimeout):
             # The record first: should it fail, the session stays live here, where the
             # reaper can still end it, rather than active in the store and nowhere else.
-            async with self._sessions.begin() as db:
+            async with self._db_sessions.begin() as db:
                 await repository.transition(
                     db, row.id, to_status="failed", values={"ended_at": self._clock.now()}
                 )
@@ -145,7 +145,7 @@ class SessionService:
             raise
         live.native_width, live.native_height = started.native_width, started.native_height
         live.capture_mode = started.capture_mode
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             await repository.set_host_facts(
                 db,
                 row.id,
@@ -172,7 +172,7 @@ class SessionService:
     ) -> Session:
         now = self._clock.now()
         try:
-            async with self._sessions.begin() as db:
+            async with self._db_sessions.begin() as db:
                 # One creator per account at a time, so the concurrency cap holds under
                 # races (PostgreSQL row lock; SQLite's BEGIN IMMEDIATE already serialises).
                 await lock_account(db, account_id)
@@ -245,7 +245,7 @@ class SessionService:
             live = self.live.get(session_id)
             now = self._clock.now()
             ended_at = now if live is None else live.end_time(now, self._settings.max_session_age_s)
-            async with self._sessions.begin() as db:
+            async with self._db_sessions.begin() as db:
                 values: dict[str, object] = {"ended_at": ended_at, "ended_reason": reason}
                 if live is not None:
                     values |= {
@@ -326,7 +326,7 @@ class SessionService:
         pending = [live for live in self.live.all() if live.has_unflushed_activity]
         if not pending:
             return
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             for live in pending:
                 live.has_unflushed_activity = False
                 await repository.flush_activity(
@@ -335,7 +335,7 @@ class SessionService:
 
     async def load_active(self) -> list[LiveSession]:
         """At start: adopt the store's active sessions (orphans until their host returns)."""
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rows = await repository.all_active(db)
         for row in rows:
             self.live.add(LiveSession.from_row(row))
@@ -363,7 +363,7 @@ class SessionService:
     # ---- helpers ----
 
     async def _row_for_account(self, account_id: str, session_id: str) -> Session:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             row = await repository.get(db, session_id)
         if row is None or row.account_id != account_id:
             raise session_not_found()

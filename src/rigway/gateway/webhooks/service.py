@@ -51,7 +51,7 @@ def _not_found() -> NotFound:
 class WebhookService:
     def __init__(
         self,
-        sessions: async_sessionmaker[DbSession],
+        db_sessions: async_sessionmaker[DbSession],
         clock: Clock,
         box: SecretBox,
         resolver: Resolver,
@@ -59,7 +59,7 @@ class WebhookService:
         allow_private: bool,
         max_per_account: int,
     ) -> None:
-        self._sessions = sessions
+        self._db_sessions = db_sessions
         self._clock = clock
         self._box = box
         self._resolver = resolver
@@ -85,7 +85,7 @@ class WebhookService:
             secret_encrypted=self._box.seal(secret),
             created_at=self._clock.now(),
         )
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             # Serialise creators of one account so the cap holds under races.
             await lock_account(db, account_id)
             count = await db.scalar(select(func.count()).where(Webhook.account_id == account_id))
@@ -101,7 +101,7 @@ class WebhookService:
         )
 
     async def list(self, account_id: str) -> list[WebhookOut]:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             rows = await db.scalars(
                 select(Webhook)
                 .where(Webhook.account_id == account_id)
@@ -112,7 +112,7 @@ class WebhookService:
     async def update(
         self, account_id: str, webhook_id: str, request: UpdateWebhookIn
     ) -> WebhookOut:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
             if row is None or row.account_id != account_id:
                 raise _not_found()
@@ -123,7 +123,7 @@ class WebhookService:
         return webhook_view(row)
 
     async def delete(self, account_id: str, webhook_id: str) -> WebhookOut:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
             if row is None or row.account_id != account_id:
                 raise _not_found()

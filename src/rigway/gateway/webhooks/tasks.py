@@ -33,7 +33,7 @@ _BATCH = 50
 class WebhookDispatcher:
     def __init__(
         self,
-        sessions: async_sessionmaker[DbSession],
+        db_sessions: async_sessionmaker[DbSession],
         clock: Clock,
         box: SecretBox,
         resolver: Resolver,
@@ -42,7 +42,7 @@ class WebhookDispatcher:
         ca_bundle: str | None,
         poll_interval_s: float,
     ) -> None:
-        self._sessions = sessions
+        self._db_sessions = db_sessions
         self._clock = clock
         self._box = box
         self._resolver = resolver
@@ -85,7 +85,7 @@ class WebhookDispatcher:
 
     async def drain_once(self) -> int:
         """Claims and schedules up to one batch of events; returns how many it claimed."""
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             pending = list(
                 await db.scalars(
                     select(WebhookOutbox)
@@ -100,7 +100,7 @@ class WebhookDispatcher:
         return len(pending)
 
     async def _claim(self, event_id: str) -> bool:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             result = await db.execute(
                 update(WebhookOutbox)
                 .where(WebhookOutbox.id == event_id, WebhookOutbox.dispatched_at.is_(None))
@@ -109,7 +109,7 @@ class WebhookDispatcher:
         return bool(getattr(result, "rowcount", 0) == 1)
 
     async def _schedule(self, event: WebhookOutbox) -> None:
-        async with self._sessions() as db:
+        async with self._db_sessions() as db:
             hooks = list(
                 await db.scalars(
                     select(Webhook).where(
@@ -154,7 +154,7 @@ class WebhookDispatcher:
         await self._record(hook.id, result.status, result.error)
 
     async def _record(self, webhook_id: str, status: int | None, error: str | None) -> None:
-        async with self._sessions.begin() as db:
+        async with self._db_sessions.begin() as db:
             await db.execute(
                 update(Webhook)
                 .where(Webhook.id == webhook_id)
