@@ -17,6 +17,7 @@ from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import MAX_FRAME_BYTES, AgentLink, LinkReplacedError
 from rigway.agent.worker import SerialWorker
+from rigway.event_loop import run as run_on_the_agents_loop
 from rigway.protocol import Welcome, decode_frame, encode_binary, encode_text
 from tests.agent.assembly import dispatcher_over
 from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway, fake_hello
@@ -126,6 +127,35 @@ async def test_messages_sent_right_behind_the_welcome_are_handled_in_order(
         async with running(link):
             async with asyncio.timeout(5):
                 assert await answered == [1.0, 2.0, 3.0]
+
+
+def test_the_link_runs_on_the_event_loop_the_agent_runs(
+    screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
+) -> None:
+    """uvloop where it exists: its transports refuse some settings asyncio's accept (a
+    write-buffer mark past a C int)."""
+
+    async def ping_through_a_link() -> list[float]:
+        desktop = RecordingDesktop(SimDesktop())
+        dispatcher = dispatcher_over(desktop, FakeApps(), screen_worker, a11y_worker, input_worker)
+        answered: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+
+        async def script(ws: ServerConnection) -> None:
+            await ws.send(WELCOME)
+            await ws.send(ping(4.5))
+            answered.set_result(await pongs(ws, 1))
+
+        try:
+            async with (
+                scripted_gateway(script) as gateway,
+                running(link_to(gateway.url, dispatcher)),
+                asyncio.timeout(5),
+            ):
+                return await answered
+        finally:
+            await dispatcher.close()
+
+    assert run_on_the_agents_loop(ping_through_a_link()) == [4.5]
 
 
 async def test_fragmented_messages_arrive_whole(dispatcher: Dispatcher) -> None:

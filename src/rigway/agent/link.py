@@ -73,7 +73,8 @@ SILENT_INTERVALS: Final = 3
 # gives up on a gateway that stopped reading after close_timeout, not when TCP does
 # (many minutes). Sends then never wait for the gateway to read: what they buffer is
 # the replies to the gateway's own requests, which would otherwise wait in tasks.
-WRITE_BUFFER_HIGH_WATER: Final = 1 << 40
+# 2 GiB - 1: the largest mark uvloop's transports take (a C int).
+WRITE_BUFFER_HIGH_WATER: Final = (1 << 31) - 1
 # Bounds the closing handshake, a dead gateway's included.
 CLOSE_TIMEOUT_S: Final = 2.0
 
