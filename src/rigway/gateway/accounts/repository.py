@@ -16,3 +16,8 @@ async def lock_account(db: DbSession, account_id: str) -> None:
     transaction). SQLite drops FOR UPDATE; its BEGIN IMMEDIATE already serialises."""
     query = select(Account.id).where(Account.id == account_id)
     await db.execute(query.with_for_update(key_share=True))
+
+
+async def first_named(db: DbSession, name: str) -> str | None:
+    query = select(Account.id).where(Account.name == name).order_by(Account.created_at)
+    return await db.scalar(query.limit(1))

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from rigway.gateway.accounts import repository
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import Account
 from rigway.gateway.ids import new_id
@@ -24,5 +24,4 @@ class AccountService:
 
     async def first_named(self, name: str) -> str | None:
         async with self._db_sessions() as db:
-            query = select(Account.id).where(Account.name == name).order_by(Account.created_at)
-            return await db.scalar(query.limit(1))
+            return await repository.first_named(db, name)

@@ -15,13 +15,12 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.clock import Clock
-from rigway.gateway.db.models import ApiKey
 from rigway.gateway.errors import InsufficientScope, InvalidApiKey
+from rigway.gateway.keys import repository as keys_repository
 
 KEY_PATTERN = re.compile(r"^rgw_(live|test)_sk_[0-9a-f]{48}$")
 ALL_SCOPES: tuple[str, ...] = ("rigs:read", "rigs:wake", "sessions", "input", "apps", "stream")
@@ -131,9 +130,7 @@ class ApiKeyAuthenticator:
     async def _load(self, prefix: str) -> _CachedKey | None:
         generation = self._generation
         async with self._db_sessions() as db:
-            row = await db.scalar(
-                select(ApiKey).where(ApiKey.key_prefix == prefix, ApiKey.revoked_at.is_(None))
-            )
+            row = await keys_repository.active_by_prefix(db, prefix)
         if row is None:
             self._cache.pop(prefix, None)
             if generation == self._generation:
@@ -164,9 +161,7 @@ class ApiKeyAuthenticator:
             return
         cached.last_used_at = now
         async with self._db_sessions.begin() as db:
-            await db.execute(
-                update(ApiKey).where(ApiKey.key_prefix == prefix).values(last_used_at=now)
-            )
+            await keys_repository.set_last_used(db, prefix, now)
 
 
 def _bearer(authorization: str | None) -> str | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -16,6 +15,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import User
 from rigway.gateway.errors import Conflict, InvalidConsoleToken
+from rigway.gateway.identity import repository
 from rigway.gateway.identity.keys import SigningKey, jwks
 from rigway.gateway.identity.passwords import Passwords
 from rigway.gateway.identity.tokens import issue_console_token
@@ -65,8 +65,7 @@ class IdentityProvider:
 
     async def user_exists(self, email: str) -> bool:
         async with self._db_sessions() as db:
-            found = await db.scalar(select(User.id).where(User.email == email.strip().lower()))
-        return found is not None
+            return await repository.has_user_with_email(db, email.strip().lower())
 
     async def sign_in(self, email: str, password: str, *, client_address: str | None) -> str:
         """A console token for a correct email and password; the same refusal (and the
@@ -75,7 +74,7 @@ class IdentityProvider:
         a caller that is not on the network (`rigway up` signing its owner in)."""
         await self._rate_limits.hit_sign_in(email, client_address=client_address)
         async with self._db_sessions() as db:
-            user = await db.scalar(select(User).where(User.email == email.strip().lower()))
+            user = await repository.user_by_email(db, email.strip().lower())
         stored = user.password_hash if user is not None else None
         if not await self._passwords.verify_in_thread(stored, password) or user is None:
             raise InvalidConsoleToken("wrong email or password")

@@ -3,7 +3,6 @@ active), list (prefix only), revoke."""
 
 from __future__ import annotations
 
-from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
@@ -13,6 +12,7 @@ from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import ApiKey
 from rigway.gateway.errors import Conflict, NotFound
 from rigway.gateway.ids import is_well_formed, new_uuid
+from rigway.gateway.keys import repository
 from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyOut, CreateKeyIn
 
 # Each key has its own request quota; the cap bounds what an account's keys add up to
@@ -60,12 +60,7 @@ class KeyService:
         async with self._db_sessions.begin() as db:
             # Serialise creators of one account so the cap holds under races.
             await lock_account(db, account_id)
-            active = await db.scalar(
-                select(func.count()).where(
-                    ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None)
-                )
-            )
-            if int(active or 0) >= MAX_ACTIVE_KEYS_PER_ACCOUNT:
+            if await repository.count_active(db, account_id) >= MAX_ACTIVE_KEYS_PER_ACCOUNT:
                 raise Conflict(
                     f"an account has at most {MAX_ACTIVE_KEYS_PER_ACCOUNT} active keys; "
                     "revoke one first",
@@ -78,20 +73,13 @@ class KeyService:
 
     async def list(self, account_id: str) -> list[ApiKeyOut]:
         async with self._db_sessions() as db:
-            rows = await db.scalars(
-                select(ApiKey)
-                .where(ApiKey.account_id == account_id, ApiKey.revoked_at.is_(None))
-                .order_by(ApiKey.created_at)
-            )
-            return [_view(row) for row in rows]
+            return [_view(row) for row in await repository.list_active(db, account_id)]
 
     async def revoke(self, account_id: str, key_id: str) -> ApiKeyOut:
         async with self._db_sessions.begin() as db:
             row = await db.get(ApiKey, key_id) if is_well_formed(key_id) else None
             if row is None or row.account_id != account_id or row.revoked_at is not None:
                 raise NotFound(code="key_not_found")
-            await db.execute(
-                update(ApiKey).where(ApiKey.id == key_id).values(revoked_at=self._clock.now())
-            )
+            await repository.revoke(db, key_id, self._clock.now())
         self._authenticator.forget(row.key_prefix)
         return _view(row)

@@ -3,7 +3,6 @@ sealed at rest."""
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
@@ -13,6 +12,7 @@ from rigway.gateway.db.models import Webhook
 from rigway.gateway.errors import Conflict, InvalidRequest, NotFound
 from rigway.gateway.ids import is_well_formed, new_uuid
 from rigway.gateway.secret_box import SecretBox
+from rigway.gateway.webhooks import repository
 from rigway.gateway.webhooks.schemas import (
     ALL_EVENTS,
     CreateWebhookIn,
@@ -88,8 +88,7 @@ class WebhookService:
         async with self._db_sessions.begin() as db:
             # Serialise creators of one account so the cap holds under races.
             await lock_account(db, account_id)
-            count = await db.scalar(select(func.count()).where(Webhook.account_id == account_id))
-            if int(count or 0) >= self._max_per_account:
+            if await repository.count_for_account(db, account_id) >= self._max_per_account:
                 raise Conflict(
                     f"an account has at most {self._max_per_account} webhooks",
                     code="webhook_limit",
@@ -102,12 +101,7 @@ class WebhookService:
 
     async def list(self, account_id: str) -> list[WebhookOut]:
         async with self._db_sessions() as db:
-            rows = await db.scalars(
-                select(Webhook)
-                .where(Webhook.account_id == account_id)
-                .order_by(Webhook.created_at, Webhook.id)
-            )
-            return [webhook_view(row) for row in rows]
+            return [webhook_view(row) for row in await repository.list_for_account(db, account_id)]
 
     async def update(
         self, account_id: str, webhook_id: str, request: UpdateWebhookIn
@@ -127,5 +121,5 @@ class WebhookService:
             row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
             if row is None or row.account_id != account_id:
                 raise _not_found()
-            await db.execute(delete(Webhook).where(Webhook.id == webhook_id))
+            await repository.delete_webhook(db, webhook_id)
         return webhook_view(row)

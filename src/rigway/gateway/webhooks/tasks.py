@@ -3,7 +3,8 @@
 Each outbox event is claimed with a conditional UPDATE (exactly once across gateway
 nodes), then delivered to every enabled webhook of its account that subscribes to it,
 concurrently, each within the ~5 s deadline of `deliver`. Deliveries are best effort:
-no retries (docs/api.md, "Webhook deliveries"); the outcome lands in the webhook's last_* fields.
+no retries (docs/api.md, "Webhook deliveries"); the outcome lands in the webhook's
+last_* fields.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import logging
 import secrets
 from typing import Any
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import Webhook, WebhookOutbox
 from rigway.gateway.secret_box import SecretBox, SecretBoxError
+from rigway.gateway.webhooks import repository
 from rigway.gateway.webhooks.delivery import deliver
 from rigway.gateway.webhooks.signing import delivery_headers, signature_header
 from rigway.gateway.webhooks.ssrf import Resolver
@@ -86,14 +87,7 @@ class WebhookDispatcher:
     async def drain_once(self) -> int:
         """Claims and schedules up to one batch of events; returns how many it claimed."""
         async with self._db_sessions() as db:
-            pending = list(
-                await db.scalars(
-                    select(WebhookOutbox)
-                    .where(WebhookOutbox.dispatched_at.is_(None))
-                    .order_by(WebhookOutbox.created_at, WebhookOutbox.id)
-                    .limit(_BATCH)
-                )
-            )
+            pending = await repository.pending_events(db, _BATCH)
         for event in pending:
             if await self._claim(event.id):
                 await self._schedule(event)
@@ -101,22 +95,11 @@ class WebhookDispatcher:
 
     async def _claim(self, event_id: str) -> bool:
         async with self._db_sessions.begin() as db:
-            result = await db.execute(
-                update(WebhookOutbox)
-                .where(WebhookOutbox.id == event_id, WebhookOutbox.dispatched_at.is_(None))
-                .values(dispatched_at=self._clock.now())
-            )
-        return bool(getattr(result, "rowcount", 0) == 1)
+            return await repository.claim_event(db, event_id, self._clock.now())
 
     async def _schedule(self, event: WebhookOutbox) -> None:
         async with self._db_sessions() as db:
-            hooks = list(
-                await db.scalars(
-                    select(Webhook).where(
-                        Webhook.account_id == event.account_id, Webhook.enabled.is_(True)
-                    )
-                )
-            )
+            hooks = await repository.enabled_for_account(db, event.account_id)
         for hook in hooks:
             if event.event not in hook.events:
                 continue
@@ -155,8 +138,6 @@ class WebhookDispatcher:
 
     async def _record(self, webhook_id: str, status: int | None, error: str | None) -> None:
         async with self._db_sessions.begin() as db:
-            await db.execute(
-                update(Webhook)
-                .where(Webhook.id == webhook_id)
-                .values(last_delivery_at=self._clock.now(), last_status=status, last_error=error)
+            await repository.record_delivery(
+                db, webhook_id, now=self._clock.now(), status=status, error=error
             )
