@@ -32,13 +32,21 @@ def tracker() -> Iterator[ProcessTracker]:
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> bool:
-    """Poll `condition` until it holds or the deadline passes."""
+    """Poll `condition` until it holds or the deadline passes: the processes watched
+    here are not this test's children (re-parented, or grandchildren), so there is no
+    exit to wait on."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.01)
     return True
+
+
+def wait_for_exit(pid: int) -> None:
+    """Until `pid`, a child of this process, has exited; it stays a zombie for the
+    tracker's `reap` (the tracker holds its Popen) to collect."""
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
 def tagged_alive(tag: str) -> list[psutil.Process]:
@@ -99,7 +107,9 @@ def test_kill_finds_an_orphaned_escapee_by_its_tag(tracker: ProcessTracker) -> N
 
 def test_kill_sweeps_descendants_of_an_app_that_already_exited(tracker: ProcessTracker) -> None:
     pid = tracker.launch("sh", ["-c", "(setsid sleep 300 &)"])
-    assert wait_until(lambda: pid in tracker.reap() and len(tagged_alive(tracker.tag)) == 1)
+    wait_for_exit(pid)
+    assert pid in tracker.reap()
+    assert wait_until(lambda: len(tagged_alive(tracker.tag)) == 1)  # the escaped sleep
     assert tracker.kill(pid) == [pid]
     assert tagged_alive(tracker.tag) == []
 
@@ -149,7 +159,8 @@ def test_killing_an_app_twice_raises(tracker: ProcessTracker) -> None:
 
 def test_reap_collects_an_app_that_exited(tracker: ProcessTracker) -> None:
     pid = tracker.launch("true", [])
-    assert wait_until(lambda: pid in tracker.reap())
+    wait_for_exit(pid)
+    assert tracker.reap() == [pid]
     assert not psutil.pid_exists(pid)
 
 

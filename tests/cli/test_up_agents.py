@@ -39,7 +39,7 @@ async def test_an_agent_that_exits_ends_the_wait_with_its_exit_code(
 async def test_agents_that_never_connect_time_out_with_a_message(
     processes: list[subprocess.Popen[bytes]],
 ) -> None:
-    processes.append(_python("import time; time.sleep(60)"))
+    processes.append(_python("import time; time.sleep(60)"))  # never connects, never exits
     with pytest.raises(AgentStartError, match=r"did not come online within 0\.5 s"):
         await wait_online(HostRegistry(), ["rig_a"], processes, timeout_s=0.5)
 

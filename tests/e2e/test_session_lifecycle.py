@@ -15,6 +15,7 @@ from rigway.gateway.clock import FakeClock
 from rigway.gateway.db.models import Session
 from rigway.protocol import ops
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
+from tests.support.session_ends import wait_session_ended
 
 pytestmark = pytest.mark.postgres
 
@@ -126,7 +127,7 @@ async def test_active_session_bills_up_to_now(timed_stack: Stack, clock: FakeClo
 async def test_host_that_stays_gone_ends_session_host_gone(timed_stack: Stack) -> None:
     session_id = await timed_stack.start_session()
     await timed_stack.stop_agent(timed_stack.rig_ids[0])
-    await timed_stack.wait_until(lambda: timed_stack.services.sessions.live.get(session_id) is None)
+    await wait_session_ended(timed_stack.services, session_id)
     body = await _status(timed_stack, session_id)
     assert body["ended_reason"] == "host_gone"
 
@@ -149,7 +150,7 @@ async def test_orphan_without_host_after_restart_ends_with_timeout(
         del rig_token
     # The first gateway stopped with the session still active in the store.
     async with running_stack(tmp_path / "two", database_url, rigs=0, orphan_grace_s=0.2) as second:
-        await second.wait_until(lambda: second.services.sessions.live.get(session_id) is None)
+        await wait_session_ended(second.services, session_id)
         async with second.services.db() as db:
             row = await db.get(Session, session_id)
         assert row is not None
@@ -261,7 +262,8 @@ async def test_a_session_is_not_idle_while_its_input_batch_runs(
     batch = asyncio.create_task(
         timed_stack.client.post(f"/v1/sessions/{session_id}/input", json={"events": events})
     )
-    await asyncio.sleep(0.3)  # the host is pausing inside the batch
+    # The host has moved the pointer and now pauses a second inside the batch.
+    await timed_stack.wait_until(lambda: timed_stack.sim().pointer == (1, 1))
     clock.advance(120)
     assert await timed_stack.services.sessions.reap() == []
     assert (await batch).status_code == 200

@@ -106,7 +106,9 @@ async def poll(
     message: str,
     timeout_s: float = POLL_TIMEOUT_S,
 ) -> T:
-    """Await `probe` until it returns something other than None/False, with a deadline."""
+    """Await `probe` until it returns something other than None/False, with a deadline:
+    for what the apps on the Xvfb desktop do in their own time (a window up, a focus
+    moved), which the API reports when asked but announces to nobody."""
     deadline = time.monotonic() + timeout_s
     while True:
         result = await probe()

@@ -17,7 +17,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, ImageContent, TextContent
 
 from tests.e2e.harness import Stack
-from tests.support.live import active_session_ids, live_stack, wait_until_no_active_sessions
+from tests.support.live import active_session_ids, live_stack
+from tests.support.session_ends import wait_session_ended
 
 RIGWAY_SCRIPT = Path(sys.executable).parent / "rigway"
 TOOLS = {
@@ -181,7 +182,8 @@ async def test_session_starts_on_first_tool_use_and_ends_on_disconnect(
 
     assert before_first_tool == []
     assert len(during) == 1
-    await wait_until_no_active_sessions(stack)
+    await wait_session_ended(stack.services, during[0])  # the server ends it as it exits
+    assert await active_session_ids(stack) == []
 
 
 async def test_server_without_credentials_exits_with_auth_code(tmp_path: Path) -> None:

@@ -33,6 +33,8 @@ class Received:
     last_rgb: npt.NDArray[np.uint8] | None = None
     arrivals: list[float] = field(default_factory=list)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set as each frame has been taken in (count, size and pixels updated).
+    decoded: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class AiortcViewer:
@@ -89,9 +91,11 @@ class AiortcViewer:
         return self._ws.close_code, self._ws.close_reason
 
     async def wait_frames(self, count: int, timeout_s: float = 20.0) -> None:
+        """Until `count` frames have been decoded, woken by each."""
         async with asyncio.timeout(timeout_s):
             while self.received.count < count:
-                await asyncio.sleep(0.02)
+                self.received.decoded.clear()
+                await self.received.decoded.wait()
 
     async def close(self) -> None:
         if self._ws is not None:
@@ -123,3 +127,4 @@ class AiortcViewer:
                 # astype(copy=False) returns this very array, narrowed to uint8.
                 rgb = frame.to_ndarray(format="rgb24")
                 self.received.last_rgb = rgb.astype(np.uint8, copy=False)
+            self.received.decoded.set()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,10 +26,3 @@ async def active_session_ids(stack: Stack) -> list[str]:
     response = await stack.client.get("/v1/sessions")
     assert response.status_code == 200, response.text
     return [session["session_id"] for session in response.json()["sessions"]]
-
-
-async def wait_until_no_active_sessions(stack: Stack, timeout_s: float = 10.0) -> None:
-    """Poll the gateway until the API key has no active session; TimeoutError otherwise."""
-    async with asyncio.timeout(timeout_s):
-        while await active_session_ids(stack):
-            await asyncio.sleep(0.05)

@@ -103,7 +103,10 @@ def wait_until(
     interval_s: float = 0.05,
     message: str = "condition",
 ) -> T:
-    """Poll `probe` until it returns something other than None/False; fail at the deadline."""
+    """Poll `probe` until it returns something other than None/False; fail at the deadline.
+
+    For what other processes do on the desktop (a window mapped, a widget focused, a
+    process gone), which sends this test no event it could wait on."""
     deadline = time.monotonic() + timeout_s
     while True:
         result = probe()
@@ -237,13 +240,21 @@ class XDesktop:
         )
 
     def _wait_for_window_manager(self, deadline: float) -> None:
+        """Until openbox has set `_NET_SUPPORTING_WM_CHECK` on the root window, woken by
+        the PropertyNotify events the server sends for the root's properties."""
         with self.x_connection() as conn:
             atom = conn.intern_atom("_NET_SUPPORTING_WM_CHECK")
             root = conn.screen().root
+            # Selected before the first look: a property set after the look sends an event.
+            root.change_attributes(event_mask=X.PropertyChangeMask)
             while root.get_full_property(atom, X.AnyPropertyType) is None:
-                if time.monotonic() >= deadline:
+                remaining_s = deadline - time.monotonic()
+                if remaining_s <= 0:
                     raise XDesktopError("openbox did not start in time")
-                time.sleep(0.02)
+                if conn.pending_events() == 0:
+                    select.select([conn.fileno()], [], [], remaining_s)
+                while conn.pending_events() > 0:
+                    conn.next_event()
 
     # -- apps ------------------------------------------------------------------------
     def launch(

@@ -71,6 +71,7 @@ def test_damage_is_empty_while_nothing_changes(
     apps.launch(["zenity", "--info", "--title=Idle", "--text=Nothing moves here"])
     window_titled("Idle")
     wait_until(lambda: x11_backend.poll_damage() == [], message="the desktop to settle")
+    # Time passing is the point: a still desktop reports no damage however long it stays.
     time.sleep(QUIET_S)
 
     assert x11_backend.poll_damage() == []

@@ -43,7 +43,7 @@ window.set_wm_name("Escapee")
 conn.set_close_down_mode(X.RetainPermanent)
 window.map()
 conn.sync()
-time.sleep(600)
+time.sleep(600)  # stays alive, owning its window, until the test's teardown kills it
 """
 
 
