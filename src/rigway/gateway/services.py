@@ -1,11 +1,13 @@
 """The gateway's services, built once by `create_app` and reached by routes through
-`request.app.state.services`."""
+`request.app.state.services`: a route names the one service it uses as a typed
+dependency (`KeyServiceDep`), older routes still call `services_of` (decision 0015)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from starlette.requests import HTTPConnection
@@ -59,3 +61,11 @@ def services_of(connection: HTTPConnection) -> Services:
     services = connection.app.state.services
     assert isinstance(services, Services)
     return services
+
+
+# Dependencies are async so FastAPI calls them on the event loop, not in its thread pool.
+async def key_service(request: Request) -> KeyService:
+    return services_of(request).keys
+
+
+KeyServiceDep = Annotated[KeyService, Depends(key_service)]

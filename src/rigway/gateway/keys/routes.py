@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyListOut, ApiKeyOut, CreateKeyIn
-from rigway.gateway.services import services_of
+from rigway.gateway.services import KeyServiceDep
 
 router = APIRouter(tags=["console: keys"])
 
 
 @router.get("/v1/keys", response_model=ApiKeyListOut, responses=error_responses(401))
-async def list_keys(request: Request, caller: ConsoleCaller) -> ApiKeyListOut:
+async def list_keys(keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyListOut:
     """The account's active keys, prefix only."""
-    return ApiKeyListOut(keys=await services_of(request).keys.list(caller.account_id))
+    return ApiKeyListOut(keys=await keys.list(caller.account_id))
 
 
 @router.post(
@@ -25,14 +25,14 @@ async def list_keys(request: Request, caller: ConsoleCaller) -> ApiKeyListOut:
     responses=error_responses(401, 409),
 )
 async def create_key(
-    request: Request, body: CreateKeyIn, caller: ConsoleCaller
+    body: CreateKeyIn, keys: KeyServiceDep, caller: ConsoleCaller
 ) -> ApiKeyCreatedOut:
     """Creates a key; `secret` (the full key) appears in this response only. At most 50
     active keys per account: past them, 409 `key_limit_reached`."""
-    return await services_of(request).keys.create(caller.account_id, body)
+    return await keys.create(caller.account_id, body)
 
 
 @router.delete("/v1/keys/{key_id}", response_model=ApiKeyOut, responses=error_responses(401, 404))
-async def revoke_key(request: Request, key_id: str, caller: ConsoleCaller) -> ApiKeyOut:
+async def revoke_key(key_id: str, keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyOut:
     """Revokes a key: its next request gets 401."""
-    return await services_of(request).keys.revoke(caller.account_id, key_id)
+    return await keys.revoke(caller.account_id, key_id)
