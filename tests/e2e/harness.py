@@ -159,7 +159,7 @@ async def running_stack(
     app = create_app(settings, clock=clock)
     sock = _free_socket()
     port = sock.getsockname()[1]
-    server = uvicorn.Server(server_config(app, "127.0.0.1", port, connection_limits))
+    server = uvicorn.Server(server_config(app, settings, "127.0.0.1", port, connection_limits))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     base_url = f"http://127.0.0.1:{port}"
     stack: Stack | None = None

@@ -49,9 +49,9 @@ from rigway.agent.updater import (
     save_release_keys,
 )
 from rigway.cli.main import app as rigway_cli
-from rigway.gateway.serving import server_config
 from rigway.gateway.app import create_app
 from rigway.gateway.services import Services
+from rigway.gateway.serving import server_config
 from rigway.gateway.settings import GatewaySettings
 from rigway.releases.manifest import (
     SignedManifest,
@@ -151,15 +151,14 @@ async def _gateway(tmp_path: Path, database_url: str, **settings: Any) -> AsyncI
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    app = create_app(
-        GatewaySettings(
-            state_dir=tmp_path / "state",
-            database_url=database_url,
-            public_base_url=base_url,
-            **settings,
-        )
+    gateway_settings = GatewaySettings(
+        state_dir=tmp_path / "state",
+        database_url=database_url,
+        public_base_url=base_url,
+        **settings,
     )
-    server = uvicorn.Server(server_config(app, "127.0.0.1", 0))
+    app = create_app(gateway_settings)
+    server = uvicorn.Server(server_config(app, gateway_settings, "127.0.0.1", 0))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         async with asyncio.timeout(20):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rigway.gateway.serving import ConnectionLimits
+from rigway.gateway.settings import load_settings
 from tests.e2e.harness import Stack, running_stack
 
 # Short enough for a test; the waits below are on the socket's end, not on these.
@@ -130,3 +131,16 @@ async def test_keep_alive_requests_after_a_slow_start_are_each_bounded_afresh(
     rest = await _everything_until_closed(reader)
     writer.close()
     assert b"HTTP/1.1 408 " in rest
+
+
+def test_the_bounds_and_trusted_proxies_come_from_the_environment() -> None:
+    settings = load_settings(
+        {
+            "RIGWAY_REQUEST_HEAD_TIMEOUT_SECONDS": "4",
+            "RIGWAY_REQUEST_BODY_TIMEOUT_SECONDS": "30",
+            "RIGWAY_TRUSTED_PROXIES": "10.0.0.1, 10.0.1.0/24",
+        }
+    )
+    assert (settings.request_head_timeout_s, settings.request_body_timeout_s) == (4.0, 30.0)
+    assert settings.trusted_proxies == ["10.0.0.1", "10.0.1.0/24"]
+    assert load_settings({}).trusted_proxies == []  # believe no forwarding header

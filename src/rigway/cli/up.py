@@ -186,7 +186,7 @@ async def run_local(
 ) -> None:
     app = create_app(settings)
     services: Services = app.state.services
-    server = uvicorn.Server(server_config(app, host, port))
+    server = uvicorn.Server(server_config(app, settings, host, port))
     serving = asyncio.create_task(server.serve())
     agents: list[subprocess.Popen[bytes]] = []
     try:

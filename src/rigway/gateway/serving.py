@@ -48,6 +48,8 @@ from typing import Any, cast
 import httptools
 import uvicorn
 
+from rigway.gateway.settings import GatewaySettings
+
 __all__ = ["BoundedConnection", "CoalescingTransport", "ConnectionLimits", "server_config"]
 
 logger = logging.getLogger(__name__)
@@ -313,9 +315,14 @@ class BoundedConnection(asyncio.Protocol):
 
 
 def server_config(
-    app: Any, host: str, port: int, limits: ConnectionLimits | None = None
+    app: Any,
+    settings: GatewaySettings,
+    host: str,
+    port: int,
+    limits: ConnectionLimits | None = None,
 ) -> uvicorn.Config:
-    """The gateway's uvicorn settings, each connection behind `BoundedConnection`."""
+    """The gateway's uvicorn settings, each connection behind `BoundedConnection`
+    (`limits`, else the settings' head and body timeouts with the default sizes)."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -326,12 +333,23 @@ def server_config(
         # Per-message deflate costs ~27 ms on a 487 KB JPEG (bench/ws_compression.py).
         ws_per_message_deflate=False,
         ws_max_size=64 * 1024 * 1024,
+        # Forwarding headers only from the operator's proxies, never by default (uvicorn
+        # would otherwise believe any local peer, or read FORWARDED_ALLOW_IPS itself).
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=list(settings.trusted_proxies),
         log_level="warning",
         lifespan="on",
     )
     config.load()
     inner_class: Callable[..., asyncio.Protocol] = config.http_protocol_class
-    bounds = ConnectionLimits() if limits is None else limits
+    bounds = (
+        ConnectionLimits(
+            head_timeout_s=settings.request_head_timeout_s,
+            body_timeout_s=settings.request_body_timeout_s,
+        )
+        if limits is None
+        else limits
+    )
 
     def bounded_connection(*args: Any, **kwargs: Any) -> BoundedConnection:
         inner = inner_class(*args, **kwargs)

@@ -56,6 +56,15 @@ class GatewaySettings(BaseModel):
     sign_in_rate_limit_per_email: str = "10/minute"
     sign_in_rate_limit_per_address: str = "30/minute"
 
+    # Connections (serving.py): a request's head must arrive within the first bound of
+    # its first byte, its body within the second of its head; slower clients are closed.
+    request_head_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    request_body_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    # Proxies (addresses or networks) whose X-Forwarded-For and X-Forwarded-Proto the
+    # gateway believes. None by default: otherwise a client on the gateway's own machine
+    # could claim any address (and escape the per-address sign-in limit).
+    trusted_proxies: list[str] = Field(default_factory=list, max_length=64)
+
     pairing_code_ttl_s: float = 600.0
 
     # Console tokens: an external identity provider (issuer, audience, JWKS URL), or the
@@ -102,6 +111,14 @@ class GatewaySettings(BaseModel):
         parse_rate_limit(value)  # a ValueError naming the notation: start-up stops
         return value
 
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        # RIGWAY_TRUSTED_PROXIES="10.0.0.1, 10.0.1.0/24"
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
     @field_validator("release_public_key")
     @classmethod
     def _is_ed25519_key(cls, value: str | None) -> str | None:
@@ -138,6 +155,10 @@ _ENV_FIELDS: dict[str, str] = {
     "RIGWAY_SIGN_IN_RATE_LIMIT_PER_EMAIL": "sign_in_rate_limit_per_email",
     "RIGWAY_SIGN_IN_RATE_LIMIT_PER_ADDRESS": "sign_in_rate_limit_per_address",
     "RIGWAY_HOST_GONE_GRACE_SECONDS": "host_gone_grace_s",
+    "RIGWAY_MAX_BODY_BYTES": "max_body_bytes",
+    "RIGWAY_REQUEST_HEAD_TIMEOUT_SECONDS": "request_head_timeout_s",
+    "RIGWAY_REQUEST_BODY_TIMEOUT_SECONDS": "request_body_timeout_s",
+    "RIGWAY_TRUSTED_PROXIES": "trusted_proxies",
     "RIGWAY_ORPHAN_GRACE_SECONDS": "orphan_grace_s",
     "RIGWAY_WEBHOOK_ALLOW_PRIVATE_TARGETS": "webhook_allow_private_targets",
     "RIGWAY_WEBHOOK_CA_BUNDLE": "webhook_ca_bundle",

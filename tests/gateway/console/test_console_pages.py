@@ -29,6 +29,8 @@ async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
         database_url,
         reaper_interval_s=3600,
         agent_settings=QUICK_AGENT,
+        # As behind a TLS proxy on the gateway's machine.
+        trusted_proxies=["127.0.0.1"],
     ) as running:
         await add_owner(running, OWNER)
         yield running
@@ -89,6 +91,28 @@ async def test_the_form_throttles_one_address_trying_many_emails(
     assert "rigway_console=" not in throttled.headers.get("set-cookie", "")
 
 
+async def test_a_forged_forwarded_for_does_not_escape_the_address_limit(
+    tmp_path: Path, database_url: str
+) -> None:
+    # No trusted proxies (the default): X-Forwarded-For from a local peer is not believed.
+    async with (
+        running_stack(
+            tmp_path / "state",
+            database_url,
+            rigs=0,
+            clock=FakeClock(),
+            sign_in_rate_limit_per_address="2/minute",
+        ) as stack,
+        ConsolePages(stack) as pages,
+    ):
+        await add_owner(stack, OWNER)
+        answers = []
+        for index in range(3):
+            pages.client.headers["X-Forwarded-For"] = f"203.0.113.{index + 1}"
+            answers.append(await pages.sign_in(f"guess{index}@example.com"))
+    assert [answer.status_code for answer in answers] == [401, 401, 429]
+
+
 async def test_sign_in_sets_an_http_only_strict_cookie_under_console(stack: Stack) -> None:
     async with ConsolePages(stack) as pages:
         answer = await pages.sign_in(OWNER)
@@ -104,7 +128,7 @@ async def test_sign_in_sets_an_http_only_strict_cookie_under_console(stack: Stac
 
 
 async def test_cookies_are_secure_when_the_request_came_over_https(stack: Stack) -> None:
-    # uvicorn trusts X-Forwarded-Proto from 127.0.0.1, as it would from a TLS proxy.
+    # The stack trusts X-Forwarded-Proto from 127.0.0.1, as it would from a TLS proxy.
     https = {"X-Forwarded-Proto": "https"}
     async with ConsolePages(stack) as pages:
         form = await pages.client.get("/console/sign-in", headers=https)
