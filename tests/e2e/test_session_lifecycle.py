@@ -1,4 +1,4 @@
-"""Every end reason of the spec through its own code path, billing, and the safety
+"""Every end reason of docs/api.md (Sessions) through its own code path, billing, and the safety
 restore on the host. The fake clock drives idle timeout, max age and billing."""
 
 from __future__ import annotations
