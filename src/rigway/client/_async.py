@@ -262,9 +262,12 @@ class AsyncRigway(AsyncAPIClient):
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
     ) -> None:
+        resolved_token, resolved_base_url = _core.resolve_connection(
+            api_key, base_url, env_name=_core.API_KEY_ENV, what="api key"
+        )
         super().__init__(
-            token=_core.resolve_credential(api_key, _core.API_KEY_ENV, "api key"),
-            base_url=_core.resolve_base_url(base_url),
+            token=resolved_token,
+            base_url=resolved_base_url,
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,

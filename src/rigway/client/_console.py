@@ -140,8 +140,10 @@ class ConsoleSessions(_ConsoleResource[SyncAPIClient]):
 class RigwayConsole(SyncAPIClient):
     """Synchronous client of the console-token endpoints.
 
-    `token` defaults to `RIGWAY_CONSOLE_TOKEN` and `base_url` to `RIGWAY_BASE_URL`
-    (else `http://127.0.0.1:8080`); the other arguments are those of `Rigway`.
+    `token` defaults to `RIGWAY_CONSOLE_TOKEN` and `base_url` to `RIGWAY_BASE_URL`, else
+    to `console_token` and `base_url` in `.rigway/local.json` (found as `Rigway` finds
+    it), else the URL to `http://127.0.0.1:8080`; the other arguments are those of
+    `Rigway`.
     """
 
     keys: ConsoleKeys
@@ -162,9 +164,12 @@ class RigwayConsole(SyncAPIClient):
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
     ) -> None:
+        resolved_token, resolved_base_url = _core.resolve_connection(
+            token, base_url, env_name=_core.CONSOLE_TOKEN_ENV, what="console token"
+        )
         super().__init__(
-            token=_core.resolve_credential(token, _core.CONSOLE_TOKEN_ENV, "console token"),
-            base_url=_core.resolve_base_url(base_url),
+            token=resolved_token,
+            base_url=resolved_base_url,
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,
@@ -287,9 +292,12 @@ class AsyncRigwayConsole(AsyncAPIClient):
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
     ) -> None:
+        resolved_token, resolved_base_url = _core.resolve_connection(
+            token, base_url, env_name=_core.CONSOLE_TOKEN_ENV, what="console token"
+        )
         super().__init__(
-            token=_core.resolve_credential(token, _core.CONSOLE_TOKEN_ENV, "console token"),
-            base_url=_core.resolve_base_url(base_url),
+            token=resolved_token,
+            base_url=resolved_base_url,
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,

@@ -21,6 +21,12 @@ import pydantic
 from rigway import __version__
 
 from ._input_models import EventReceipt
+from ._local_config import (
+    LOCAL_JSON_NAME,
+    LOCAL_STATE_DIR_NAME,
+    LocalConfig,
+    load_local_config,
+)
 from .errors import (
     APIConnectionError,
     APIResponseValidationError,
@@ -91,23 +97,47 @@ _UNSENT_ERRORS: tuple[type[httpx2.TransportError], ...] = (
 )
 
 
-def resolve_credential(value: str | None, env_name: str, what: str) -> str:
-    """The credential given, else the environment variable `env_name`; raise if neither."""
-    if value is None:
-        value = os.environ.get(env_name)
-    if value is None or value == "":
-        raise RigwayError(
-            f"no {what}: pass it to the client or set {env_name}",
-            code=f"missing_{what.replace(' ', '_')}",
-        )
-    return value
+def resolve_credential(
+    value: str | None, env_name: str, what: str, local_value: str | None = None
+) -> str:
+    """The credential given, else the environment variable `env_name`, else `local_value`
+    (from `.rigway/local.json`); raise, naming every way to pass it, if none has it.
+    """
+    for candidate in (value, os.environ.get(env_name), local_value):
+        if candidate is not None and candidate != "":
+            return candidate
+    raise RigwayError(
+        f"no {what}: pass it to the client, set {env_name}, or run `rigway up` in this "
+        f"directory or a parent (it writes {LOCAL_STATE_DIR_NAME}/{LOCAL_JSON_NAME})",
+        code=f"missing_{what.replace(' ', '_')}",
+    )
 
 
-def resolve_base_url(value: str | None) -> str:
-    """The base URL given, else `RIGWAY_BASE_URL`, else the local default; no trailing /."""
-    if value is None:
-        value = os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
-    return value.rstrip("/")
+def resolve_base_url(value: str | None, local_value: str | None = None) -> str:
+    """The base URL given, else `RIGWAY_BASE_URL`, else `local_value` (from
+    `.rigway/local.json`), else the local default; without a trailing /."""
+    for candidate in (value, os.environ.get(BASE_URL_ENV), local_value):
+        if candidate is not None and candidate != "":
+            return candidate.rstrip("/")
+    return DEFAULT_BASE_URL
+
+
+def resolve_connection(
+    token: str | None, base_url: str | None, *, env_name: str, what: str
+) -> tuple[str, str]:
+    """The token and base URL a client uses: each from its argument, else its
+    environment variable, else `.rigway/local.json` (read only when one is missing).
+
+    The console token is `local.json`'s `console_token`, any other is its `api_key`.
+    """
+    local = LocalConfig()
+    if token is None or base_url is None:
+        local = load_local_config()
+    local_token = local.console_token if env_name == CONSOLE_TOKEN_ENV else local.api_key
+    return (
+        resolve_credential(token, env_name, what, local_token),
+        resolve_base_url(base_url, local.base_url),
+    )
 
 
 # -------------------------------------------------------------------- operations

@@ -204,8 +204,10 @@ class Sessions:
 class Rigway(SyncAPIClient):
     """Synchronous client of the Rigway API, authenticated by an API key.
 
-    `api_key` and `base_url` default to `RIGWAY_API_KEY` and `RIGWAY_BASE_URL` (else
-    `http://127.0.0.1:8080`), read once, here. Failed calls are retried up to
+    `api_key` and `base_url` default to `RIGWAY_API_KEY` and `RIGWAY_BASE_URL`, else to
+    `api_key` and `base_url` in the `.rigway/local.json` that `rigway up` wrote (in the
+    working directory or its nearest parent that has one, or `$RIGWAY_STATE_DIR`), else
+    the URL to `http://127.0.0.1:8080`; read once, here. Failed calls are retried up to
     `max_retries` times (429/502/503/504 and connection errors, honouring
     `Retry-After`); 401, 403 and 410 never are. Use it as a context manager, or call
     `close()`.
@@ -232,9 +234,12 @@ class Rigway(SyncAPIClient):
         clock: Callable[[], float] = time.time,
         jitter: Callable[[], float] = random.random,
     ) -> None:
+        resolved_token, resolved_base_url = _core.resolve_connection(
+            api_key, base_url, env_name=_core.API_KEY_ENV, what="api key"
+        )
         super().__init__(
-            token=_core.resolve_credential(api_key, _core.API_KEY_ENV, "api key"),
-            base_url=_core.resolve_base_url(base_url),
+            token=resolved_token,
+            base_url=resolved_base_url,
             timeout=timeout,
             max_retries=max_retries,
             transport=transport,
