@@ -22,79 +22,290 @@ LOCAL_DATABASE_NAME = "rigway.db"
 
 
 class GatewaySettings(BaseModel):
+    """Every field's `description` is its entry in docs/configuration.md, which
+    `python -m rigway.gateway.configuration_doc` writes from this model."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    state_dir: Path = Path(".rigway")
-    database_url: str | None = None  # None: a SQLite file in state_dir
-    redis_url: str | None = None
-    public_base_url: str = "http://127.0.0.1:8080"
+    state_dir: Path = Field(
+        default=Path(".rigway"),
+        description=(
+            "The gateway's own files: the SQLite store (`rigway.db`) unless `database_url`"
+            " is set, the console's signing key, the webhook-secret key file and the"
+            " release-signing key unless their own settings name other files."
+        ),
+    )
+    database_url: str | None = Field(
+        default=None,
+        description=(
+            "The store, as an SQLAlchemy async URL (`postgresql+asyncpg://…`,"
+            " `sqlite+aiosqlite:///…`). Unset: the SQLite file `rigway.db` in `state_dir`."
+            " Several gateway nodes need one PostgreSQL store."
+        ),
+    )
+    redis_url: str | None = Field(
+        default=None,
+        description=(
+            "Redis (`redis://…`) for rate-limit counts shared by every node. Unset: counts"
+            " live in the process."
+        ),
+    )
+    public_base_url: str = Field(
+        default="http://127.0.0.1:8080",
+        description=(
+            "The URL clients reach the gateway at: the base of the agent release download"
+            " links, the console tokens' issuer unless `console_issuer` is set, and, when"
+            " set explicitly, the base of live-view URLs."
+        ),
+    )
 
-    # Every route's body limit but input's, which follows its batch's bounds (body_limit.py).
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
-    max_session_age_s: float = Field(default=8 * 3600, gt=0)
-    max_concurrent_sessions: int = Field(default=5, ge=1)
-    # A session created without idle_timeout_seconds; the bounds the API puts on one.
-    default_idle_timeout_s: int = Field(default=900, ge=60, le=3600)
+    # input's limit follows its batch's bounds instead (body_limit.py).
+    max_body_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="A request body's limit in bytes (larger: 413), on every route but input.",
+    )
+    max_session_age_s: float = Field(
+        default=8 * 3600,
+        gt=0,
+        description="A session ends `max_age` this many seconds after it started.",
+    )
+    max_concurrent_sessions: int = Field(
+        default=5,
+        ge=1,
+        description="Active sessions per account; one more is `429 concurrency_limit`.",
+    )
+    default_idle_timeout_s: int = Field(
+        default=900,
+        ge=60,
+        le=3600,
+        description=(
+            "The idle timeout of a session created without `idle_timeout_seconds`, in"
+            " seconds (60..3600, the bounds the API puts on one)."
+        ),
+    )
 
     # Host link
-    heartbeat_interval_s: float = Field(default=5.0, gt=0)
-    host_gone_grace_s: float = Field(default=10.0, ge=0)
-    orphan_grace_s: float = Field(default=30.0, ge=0)
-    screen_timeout_s: float = Field(default=5.0, gt=0)
-    host_timeout_s: float = Field(default=10.0, gt=0)
-    session_start_timeout_s: float = Field(default=10.0, gt=0)
-    reaper_interval_s: float = Field(default=1.0, gt=0)
+    heartbeat_interval_s: float = Field(
+        default=5.0,
+        gt=0,
+        description=(
+            "Seconds between the gateway's pings on a host link; a host silent for three"
+            " intervals is disconnected."
+        ),
+    )
+    host_gone_grace_s: float = Field(
+        default=10.0,
+        ge=0,
+        description=(
+            "Seconds a session waits for its host's link to come back before it ends `host_gone`."
+        ),
+    )
+    orphan_grace_s: float = Field(
+        default=30.0,
+        ge=0,
+        description=(
+            "At start, seconds the gateway waits for the host of a session still active"
+            " in the store to connect before it ends the session `timeout`."
+        ),
+    )
+    screen_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        description=(
+            "Seconds the host has to answer a screenshot or an observe leg (then"
+            " `504 host_timeout`)."
+        ),
+    )
+    host_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds the host has to answer other requests (then `504 host_timeout`); an"
+            " input batch or a wait adds the waits it asks for."
+        ),
+    )
+    session_start_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description=(
+            "Seconds the host has to acknowledge a new session; otherwise the session is"
+            " stored `failed`."
+        ),
+    )
+    reaper_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds between checks for sessions past their idle timeout or maximum age.",
+    )
 
-    # Rate limits (`limits` notation: "1200/minute", "10 per 2 minutes"). Requests and
-    # input events per API key; requests per account too, all its keys together, so that
-    # more keys do not multiply the quota (five keys' worth by default).
-    request_rate_limit: str = "1200/minute"
-    account_request_rate_limit: str = "6000/minute"
-    input_event_rate_limit: str = "3000/minute"
-    # Console sign-in attempts (embedded identity provider): per account email, and per
-    # client address (an IPv6 client per /64), the address the ASGI server reports.
-    sign_in_rate_limit_per_email: str = "10/minute"
-    sign_in_rate_limit_per_address: str = "30/minute"
+    # Rate limits, in the `limits` notation ("1200/minute", "10 per 2 minutes"). Per
+    # account too, all its keys together, so that more keys do not multiply the quota.
+    request_rate_limit: str = Field(
+        default="1200/minute",
+        description="Requests per API key (`limits` notation: `1200/minute`, `10 per 2 minutes`).",
+    )
+    account_request_rate_limit: str = Field(
+        default="6000/minute",
+        description=(
+            "Requests per account, all its keys together (five keys' worth by default), so"
+            " that more keys do not multiply the quota."
+        ),
+    )
+    input_event_rate_limit: str = Field(
+        default="3000/minute",
+        description="Input events per API key; each event of a batch counts.",
+    )
+    sign_in_rate_limit_per_email: str = Field(
+        default="10/minute",
+        description="Console sign-in attempts per account email (embedded identity provider).",
+    )
+    sign_in_rate_limit_per_address: str = Field(
+        default="30/minute",
+        description=(
+            "Console sign-in attempts per client address (an IPv6 client per /64): the"
+            " connection's peer, or the forwarded address from a trusted proxy."
+        ),
+    )
 
-    # Connections (serving.py): a request's head must arrive within the first bound of
-    # its first byte, its body within the second of its head; slower clients are closed.
-    request_head_timeout_s: float = Field(default=10.0, gt=0, le=300)
-    request_body_timeout_s: float = Field(default=60.0, gt=0, le=3600)
-    # Proxies (addresses or networks) whose X-Forwarded-For and X-Forwarded-Proto the
-    # gateway believes. None by default: otherwise a client on the gateway's own machine
-    # could claim any address (and escape the per-address sign-in limit).
-    trusted_proxies: list[str] = Field(default_factory=list, max_length=64)
+    # Connections (serving.py)
+    request_head_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description=(
+            "Seconds a request's head (request line and headers) has to arrive after its"
+            " first byte; slower clients get `408` and a close."
+        ),
+    )
+    request_body_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Seconds a request's body has to arrive after its head; slower clients are"
+            " closed and nothing the request asked for is done."
+        ),
+    )
+    # None by default: otherwise a client on the gateway's own machine could claim any
+    # address (and escape the per-address sign-in limit).
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description=(
+            "Proxies (addresses or networks, comma-separated in the environment) whose"
+            " `X-Forwarded-For` and `X-Forwarded-Proto` the gateway believes. None by"
+            " default."
+        ),
+    )
 
-    pairing_code_ttl_s: float = 600.0
+    pairing_code_ttl_s: float = Field(
+        default=600.0, description="Seconds a rig pairing code stays valid."
+    )
 
     # Console tokens: an external identity provider (issuer, audience, JWKS URL), or the
     # embedded one (console_jwks_url None) that signs with a key in state_dir.
-    console_issuer: str | None = None  # None: public_base_url
-    console_audience: str = "rigway-console"
-    console_jwks_url: str | None = None
-    console_account_claim: str = "account_id"
-    console_token_ttl_s: int = Field(default=3600, ge=60, le=86400)
-    # Encrypts webhook secrets at rest; None: a generated key file in state_dir.
-    secret_key_file: Path | None = None
-    # A signed release manifest (`rigway release sign`) served at /v1/agent/latest; the
-    # file it names, when it sits beside the manifest, is served too. None: the gateway
-    # serves its own code, signed by a key it keeps in release_signing_key_file.
-    release_manifest_path: Path | None = None
-    # The public key that signs release_manifest_path, handed to agents as they pair.
-    release_public_key: str | None = None
-    release_signing_key_file: Path | None = None  # None: release-signing.key in state_dir
-    webhook_max_per_account: int = 5
+    console_issuer: str | None = Field(
+        default=None,
+        description="The console tokens' issuer (`iss`). Unset: `public_base_url`.",
+    )
+    console_audience: str = Field(
+        default="rigway-console", description="The console tokens' audience (`aud`)."
+    )
+    console_jwks_url: str | None = Field(
+        default=None,
+        description=(
+            "An external identity provider's JWKS URL, whose keys sign console tokens."
+            " Unset: the embedded identity provider, which signs with a key in `state_dir`"
+            " and serves `POST /v1/console/sign-in`."
+        ),
+    )
+    console_account_claim: str = Field(
+        default="account_id",
+        description="The console token claim that names the account.",
+    )
+    console_token_ttl_s: int = Field(
+        default=3600,
+        ge=60,
+        le=86400,
+        description="Seconds a console token from the embedded identity provider is valid.",
+    )
+    secret_key_file: Path | None = Field(
+        default=None,
+        description=(
+            "The key that encrypts webhook secrets at rest. Unset: a key file the gateway"
+            " generates in `state_dir`."
+        ),
+    )
+    release_manifest_path: Path | None = Field(
+        default=None,
+        description=(
+            "A signed release manifest (`rigway release sign`) served at"
+            " `/v1/agent/latest`; the file it names, when it sits beside the manifest, is"
+            " served too. Unset: the gateway serves its own code, signed by the key in"
+            " `release_signing_key_file`."
+        ),
+    )
+    release_public_key: str | None = Field(
+        default=None,
+        description=(
+            "The Ed25519 public key that signs `release_manifest_path`, handed to agents as"
+            " they pair."
+        ),
+    )
+    release_signing_key_file: Path | None = Field(
+        default=None,
+        description=(
+            "The key that signs the gateway's own release. Unset: `release-signing.key` in"
+            " `state_dir`."
+        ),
+    )
+    webhook_max_per_account: int = Field(
+        default=5, description="Webhooks per account; one more is `409 webhook_limit`."
+    )
     # A safety net only: the sessions service wakes the dispatcher as it writes events.
     # The poll finds rows no wake-up announced (another node's, after its crash); every
     # poll is a query, and at 0.5 s it was most of an idle gateway's CPU.
-    webhook_poll_interval_s: float = Field(default=5.0, gt=0)
+    webhook_poll_interval_s: float = Field(
+        default=5.0,
+        gt=0,
+        description=(
+            "Seconds between polls for webhook deliveries no wake-up announced (another"
+            " node's, after its crash)."
+        ),
+    )
 
-    webhook_allow_private_targets: bool = False
-    webhook_ca_bundle: str | None = None
-    wake_broadcast: str = "255.255.255.255:9"
-    # STUN/TURN servers handed to viewers and agents for live video. None by default:
-    # nothing external is contacted unless an operator lists a server here.
-    stream_ice_servers: list[IceServer] = Field(default_factory=list, max_length=8)
+    webhook_allow_private_targets: bool = Field(
+        default=False,
+        description=(
+            "Let webhook URLs use plain http and reach private and loopback addresses"
+            " (local development and tests only); metadata addresses stay refused."
+        ),
+    )
+    webhook_ca_bundle: str | None = Field(
+        default=None,
+        description=(
+            "A CA bundle (PEM file) webhook deliveries trust besides the system's trust"
+            " store (a private CA)."
+        ),
+    )
+    wake_broadcast: str = Field(
+        default="255.255.255.255:9",
+        description=(
+            "Where the gateway sends a Wake-on-LAN magic packet (`host:port`) when no online"
+            " rig of the account shares the sleeping rig's LAN."
+        ),
+    )
+    # None by default: nothing external is contacted unless an operator lists a server.
+    stream_ice_servers: list[IceServer] = Field(
+        default_factory=list,
+        max_length=8,
+        description=(
+            "STUN/TURN servers handed to viewers and agents for live video (config file"
+            " only: a list of tables with `urls`, `username`, `credential`). None by"
+            " default."
+        ),
+    )
 
     def resolved_console_issuer(self) -> str:
         return self.console_issuer if self.console_issuer is not None else self.public_base_url
@@ -141,7 +352,11 @@ class GatewaySettings(BaseModel):
         return f"sqlite+aiosqlite:///{(self.state_dir / LOCAL_DATABASE_NAME).resolve()}"
 
 
-_ENV_FIELDS: dict[str, str] = {
+# The environment variable of each setting read from the environment (docs/configuration.md).
+# Kept by hand rather than derived through pydantic-settings: the names do not follow the
+# fields' (`_s` is `_SECONDS`, `release_manifest_path` is `RIGWAY_RELEASE_MANIFEST`) and
+# some settings are the config file's only, so every field would need an alias anyway.
+ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_STATE_DIR": "state_dir",
     "RIGWAY_DATABASE_URL": "database_url",
     "RIGWAY_REDIS_URL": "redis_url",
@@ -181,7 +396,7 @@ def load_settings(environ: Mapping[str, str], **overrides: Any) -> GatewaySettin
     if config_path:
         with open(config_path, "rb") as config_file:
             values.update(tomllib.load(config_file))
-    for env_name, field_name in _ENV_FIELDS.items():
+    for env_name, field_name in ENVIRONMENT_VARIABLES.items():
         if env_name in environ:
             values[field_name] = environ[env_name]
     values.update({k: v for k, v in overrides.items() if v is not None})
