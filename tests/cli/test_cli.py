@@ -116,11 +116,17 @@ async def test_bad_api_key_exits_3_with_one_stderr_line(cli: Cli) -> None:
     bad_key = "rgw_live_sk_" + "0" * 48
     listed = await cli("rigs", "list", "--json", env={"RIGWAY_API_KEY": bad_key})
 
+    as_text = await cli("rigs", "list", env={"RIGWAY_API_KEY": bad_key})
+
     assert listed.exit_code == 3
     assert listed.stdout == ""
     assert len(listed.stderr.splitlines()) == 1
-    assert "invalid_api_key" in listed.stderr
-    assert "request id req_" in listed.stderr
+    error = json.loads(listed.stderr)
+    assert (error["error"], error["status"], error["exit_code"]) == ("invalid_api_key", 401, 3)
+    assert error["request_id"].startswith("req_")
+    assert as_text.exit_code == 3
+    assert as_text.stderr.startswith("rigway: error: invalid_api_key")
+    assert "request id req_" in as_text.stderr
 
 
 async def test_missing_session_exits_4(cli: Cli) -> None:

@@ -126,6 +126,7 @@ class Credentials:
             f"no {credential}: pass {option}, set {envvar}, or run `rigway up` "
             f"(which writes {self.state_dir / LOCAL_JSON})",
             ExitCode.AUTH,
+            code="missing_" + credential.lower().replace(" ", "_"),
         )
 
     def api_key_and_url(self) -> tuple[str, str]:
@@ -194,6 +195,7 @@ def resolve_session_id(option: str | None, state_dir: Path) -> str:
         raise CliError(
             "no session: pass --session ID or start one with `rigway sessions start`",
             ExitCode.USAGE,
+            code="no_session",
         )
     return remembered
 

@@ -1,7 +1,19 @@
 """Output and exit codes of the API commands.
 
 With `--json` a command prints exactly one JSON document on stdout and nothing else
-(progress and errors go to stderr); without it, tables and sentences for people.
+(progress and errors go to stderr); without it, tables and sentences for people. A
+failure is one line on stderr: `rigway: error: <code>: <detail> (HTTP <status>, request
+id <id>)` for people, or under `--json` one JSON object, always of this shape:
+
+```
+{"error": "<code>", "detail": "<sentence or null>", "status": <HTTP status or null>,
+ "request_id": "<id or null>", "exit_code": <the process's exit code>}
+```
+
+(`retry_after`, in seconds, is added to a 429's.) `code` is the gateway's error code,
+an SDK code (`connection_error`, `timeout`), or for a failure the CLI itself found
+`no_session`, `missing_api_key`, `missing_console_token`, else its exit code's name
+(`usage` for a bad option or argument, `not_found`, `conflict`).
 
 Exit codes (also in `rigway --help`):
 
@@ -30,11 +42,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Generic, TypeVar
 
+import httpx2
 from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from rigway.client import APIStatusError, RigwayError, errors
+from rigway.client import APIConnectionError, APIStatusError, RigwayError, errors
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -42,6 +55,7 @@ __all__ = [
     "Column",
     "ExitCode",
     "Output",
+    "error_document",
     "error_line",
     "exit_code_for",
 ]
@@ -73,10 +87,21 @@ EXIT_CODES_HELP = """Exit codes:
 class CliError(Exception):
     """A failure the CLI itself detects (no credentials, no session): message + exit code."""
 
-    def __init__(self, message: str, exit_code: ExitCode) -> None:
+    def __init__(self, message: str, exit_code: ExitCode, *, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.code = exit_code.name.lower() if code is None else code
+
+    def document(self) -> dict[str, Any]:
+        """The `--json` form of this failure (the shape in this module's docstring)."""
+        return {
+            "error": self.code,
+            "detail": self.message,
+            "status": None,
+            "request_id": None,
+            "exit_code": int(self.exit_code),
+        }
 
 
 # The first class the error is an instance of decides (APITimeoutError is an
@@ -107,14 +132,55 @@ def exit_code_for(error: RigwayError) -> ExitCode:
     return ExitCode.UNEXPECTED
 
 
+def unreachable_gateway(error: APIConnectionError) -> str | None:
+    """The gateway address a request that got no response was for, when known.
+
+    The SDK raises its connection errors from httpx's, which carry the request.
+    """
+    cause = error.__cause__
+    if not isinstance(cause, httpx2.TransportError):
+        return None
+    try:
+        url = cause.request.url
+    except RuntimeError:  # an httpx error raised outside a request has none
+        return None
+    return f"{url.scheme}://{url.netloc.decode('ascii')}"
+
+
+def _detail(error: RigwayError) -> str | None:
+    """The sentence after the code: the gateway's detail, or the SDK's own message when
+    no response came (with the address and what to do about it)."""
+    if error.status is not None:
+        return error.detail
+    if not isinstance(error, APIConnectionError):
+        return error.message
+    gateway = unreachable_gateway(error)
+    where = "the gateway" if gateway is None else f"the gateway at {gateway}"
+    return (
+        f"cannot reach {where} ({error.message}): is it running? `rigway up` starts a "
+        "local one; --base-url or RIGWAY_BASE_URL names another"
+    )
+
+
+def error_document(error: RigwayError) -> dict[str, Any]:
+    """The `--json` form of an API failure (the shape in this module's docstring)."""
+    document: dict[str, Any] = {
+        "error": error.code,
+        "detail": _detail(error),
+        "status": error.status,
+        "request_id": error.request_id,
+        "exit_code": int(exit_code_for(error)),
+    }
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, float):
+        document["retry_after"] = retry_after
+    return document
+
+
 def error_line(error: RigwayError) -> str:
     """One line for stderr: code, detail, HTTP status and request id."""
-    if error.status is None:  # no response: the SDK's own message says what happened
-        text = f"{error.code}: {error.message}"
-    elif error.detail is None:
-        text = error.code
-    else:
-        text = f"{error.code}: {error.detail}"
+    detail = _detail(error)
+    text = error.code if detail is None else f"{error.code}: {detail}"
     facts = [] if error.status is None else [f"HTTP {error.status}"]
     if error.request_id is not None:
         facts.append(f"request id {error.request_id}")

@@ -6,8 +6,10 @@ Command groups: `up` (local deployment), `agent` (the host agent on a rig), `rel
 (console token); `mcp` (an MCP server for LLM clients).
 
 Every API command takes `--json` (one JSON document on stdout, nothing else) and
-reports an API failure as one line on stderr, `rigway: error: <code>: <detail>
-(HTTP <status>, request id <id>)`, never a traceback. Exit codes:
+reports a failure as one line on stderr, never a traceback: `rigway: error: <code>:
+<detail> (HTTP <status>, request id <id>)`, or under `--json` one JSON object
+`{"error": code, "detail": …, "status": …, "request_id": …, "exit_code": …}` (the
+shape is in `_output`). Exit codes:
 
 ```
 0  ok
@@ -25,12 +27,22 @@ reports an API failure as one line on stderr, `rigway: error: <code>: <detail>
 
 from __future__ import annotations
 
+import json
 import sys
-from typing import NoReturn
+from collections.abc import Sequence
+from typing import Annotated, Any, NoReturn
 
 import typer
 
-from rigway.cli._output import EXIT_CODES_HELP, CliError, error_line, exit_code_for
+from rigway import __version__
+from rigway.cli._output import (
+    EXIT_CODES_HELP,
+    CliError,
+    ExitCode,
+    error_document,
+    error_line,
+    exit_code_for,
+)
 from rigway.cli.act_commands import register_act_commands
 from rigway.cli.agent import agent_app
 from rigway.cli.console_commands import keys_app, webhooks_app
@@ -48,6 +60,27 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(requested: bool) -> None:
+    if requested:
+        typer.echo(f"rigway {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """See and drive real desktops: local deployment, host agent, API tools."""
 
 
 @app.command(
@@ -83,13 +116,52 @@ def _fail(message: str, exit_code: int) -> NoReturn:
     sys.exit(exit_code)
 
 
-def main() -> None:
-    """Run the `rigway` command: API failures become one stderr line and an exit code."""
+def _fail_json(document: dict[str, Any]) -> NoReturn:
+    _fail(json.dumps(document), document["exit_code"])
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether the command line asks for `--json` (an option: before any `--`)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        if arg == "--json":
+            return True
+    return False
+
+
+def _run_for_scripts() -> NoReturn:
+    """The command under `--json`: its usage errors too become the JSON error object.
+
+    Typer's standalone mode prints those as text, so it is off here and each way out
+    is mapped: a typer.Exit comes back as its code, a bad option or argument raises a
+    TyperException (exit 2).
+    """
     try:
+        exit_code = app(standalone_mode=False)
+    except typer.Abort:
+        _fail_json(CliError("interrupted", ExitCode.UNEXPECTED).document())
+    except typer.TyperException as error:
+        code = ExitCode.USAGE if error.exit_code == ExitCode.USAGE else ExitCode.UNEXPECTED
+        _fail_json(CliError(error.format_message(), code).document())
+    sys.exit(exit_code if isinstance(exit_code, int) else 0)
+
+
+def main() -> None:
+    """Run the `rigway` command: a failure becomes one stderr line (a JSON object under
+    `--json`) and an exit code."""
+    json_mode = wants_json(sys.argv[1:])
+    try:
+        if json_mode:
+            _run_for_scripts()
         app()
     except RigwayError as error:
+        if json_mode:
+            _fail_json(error_document(error))
         _fail(error_line(error), exit_code_for(error))
     except CliError as error:
+        if json_mode:
+            _fail_json(error.document())
         _fail(f"rigway: error: {error.message}", error.exit_code)
 
 
