@@ -20,9 +20,9 @@ from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.link import AgentLink
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
+from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app
 from rigway.gateway.clock import Clock
-from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.services import Services
 from rigway.gateway.serving import ConnectionLimits, server_config
 from rigway.gateway.settings import GatewaySettings

@@ -23,9 +23,9 @@ from websockets.exceptions import ConnectionClosed
 
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
-from rigway.gateway.auth.api_keys import generate_api_key
+from rigway.gateway.api_keys.schemas import CreateKeyIn
+from rigway.gateway.auth.api_key_auth import generate_api_key
 from rigway.gateway.clock import FakeClock
-from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.protocol import (
     PROTOCOL_VERSION,
     Hello,

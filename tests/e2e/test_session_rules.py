@@ -21,8 +21,8 @@ from sqlalchemy import text
 from rigway.agent.backends.base import AccessibilitySnapshot, Rect, WalkBudget
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
+from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.clock import FakeClock
-from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.settings import load_settings
 from rigway.protocol import PROTOCOL_VERSION, Hello
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack

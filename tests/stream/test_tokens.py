@@ -15,8 +15,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from rigway.agent.backends.sim import SimDesktop
+from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.clock import FakeClock
-from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.stream.service import signaling_url_for
 from rigway.gateway.stream.tokens import TokenRejectedError, ViewerTokens
 from tests.e2e.harness import Stack

@@ -27,10 +27,10 @@ from rigway import event_loop
 from rigway.agent.pairing import pair
 from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
 from rigway.cli.state_dir import make_state_dir_private
+from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app
 from rigway.gateway.errors import ApiError
 from rigway.gateway.hostlink.registry import HostRegistry
-from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.releases.service import release_service_of
 from rigway.gateway.services import Services
 from rigway.gateway.serving import server_config

@@ -18,7 +18,9 @@ from starlette.types import Scope
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
-from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
+from rigway.gateway.api_keys.routes import router as keys_router
+from rigway.gateway.api_keys.service import KeyService
+from rigway.gateway.auth.api_key_auth import ApiKeyAuthenticator
 from rigway.gateway.auth.console_tokens import (
     ConsoleTokenVerifier,
     JwksSource,
@@ -42,11 +44,9 @@ from rigway.gateway.errors import (
 from rigway.gateway.health_and_metrics import router as health_and_metrics_router
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
-from rigway.gateway.identity.keys import load_or_create_signing_key
 from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
-from rigway.gateway.keys.routes import router as keys_router
-from rigway.gateway.keys.service import KeyService
+from rigway.gateway.identity.signing_keys import load_or_create_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.releases.routes import router as releases_router

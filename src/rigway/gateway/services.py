@@ -13,14 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from starlette.requests import HTTPConnection
 
 from rigway.gateway.accounts.service import AccountService
-from rigway.gateway.auth.api_keys import ApiKeyAuthenticator
+from rigway.gateway.api_keys.service import KeyService
+from rigway.gateway.auth.api_key_auth import ApiKeyAuthenticator
 from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier
 from rigway.gateway.clock import Clock
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
-from rigway.gateway.keys.service import KeyService
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.rigs.owner import RigOwnerActions
 from rigway.gateway.rigs.service import RigService

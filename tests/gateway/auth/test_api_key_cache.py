@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from rigway.gateway.auth import api_keys
-from rigway.gateway.auth.api_keys import ApiKeyAuthenticator, NewApiKey, generate_api_key
+from rigway.gateway.api_keys import service as key_service
+from rigway.gateway.api_keys.schemas import CreateKeyIn
+from rigway.gateway.auth import api_key_auth
+from rigway.gateway.auth.api_key_auth import ApiKeyAuthenticator, NewApiKey, generate_api_key
 from rigway.gateway.clock import FakeClock
 from rigway.gateway.errors import InvalidApiKey
-from rigway.gateway.keys import service as key_service
-from rigway.gateway.keys.schemas import CreateKeyIn
 from tests.e2e.harness import Stack, running_stack
 
 pytestmark = pytest.mark.postgres
@@ -133,7 +133,7 @@ async def test_a_key_created_under_a_prefix_noted_unknown_works_at_once(
 async def test_the_unknown_cache_stays_bounded(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api_keys, "_UNKNOWN_CACHE_MAX", 8)
+    monkeypatch.setattr(api_key_auth, "_UNKNOWN_CACHE_MAX", 8)
     authenticator = stack.services.api_keys
     secrets = [generate_api_key("live").secret for _ in range(20)]
     for secret in secrets:

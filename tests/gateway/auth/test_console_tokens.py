@@ -20,7 +20,7 @@ from jwt.warnings import InsecureKeyLengthWarning
 
 from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier, StaticJwksSource
 from rigway.gateway.errors import InvalidConsoleToken
-from rigway.gateway.identity.keys import generate_signing_key, jwks
+from rigway.gateway.identity.signing_keys import generate_signing_key, jwks
 from rigway.gateway.identity.tokens import issue_console_token
 
 ISSUER = "https://idp.test"

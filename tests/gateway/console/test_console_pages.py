@@ -11,7 +11,7 @@ import pytest
 
 from rigway.gateway.clock import FakeClock
 from rigway.gateway.db.models import Rig
-from rigway.gateway.identity.keys import KEY_FILE_NAME, load_signing_key
+from rigway.gateway.identity.signing_keys import KEY_FILE_NAME, load_signing_key
 from rigway.gateway.identity.tokens import issue_console_token
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.gateway.console.pages import PASSWORD, ConsolePages, add_owner, csrf_of

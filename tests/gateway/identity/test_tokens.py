@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import jwt
 import pytest
 
-from rigway.gateway.identity.keys import generate_signing_key
+from rigway.gateway.identity.signing_keys import generate_signing_key
 from rigway.gateway.identity.tokens import issue_console_token
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from rigway.gateway.auth.api_keys import KEY_PATTERN, ApiPrincipal
+from rigway.gateway.auth.api_key_auth import KEY_PATTERN, ApiPrincipal
 from rigway.gateway.auth.console_tokens import JwksUnavailable
 from rigway.gateway.errors import ApiError, InvalidConsoleToken
 from rigway.gateway.services import services_of

@@ -11,7 +11,7 @@ Where the key set comes from is a `JwksSource`:
   `kid` forces one refetch (a key rotation), at most once per `min_refresh_interval_s`,
   so tokens with made-up kids cannot hammer the identity provider.
 - `StaticJwksSource` hands out a fixed JWKS: the embedded identity provider's
-  (`rigway.gateway.identity.keys.jwks(key)`), or test keys.
+  (`rigway.gateway.identity.signing_keys.jwks(key)`), or test keys.
 
     InvalidConsoleToken (rigway.gateway.errors, 401 invalid_console_token)
                        every refusal of the token itself; str(exc) is the reason

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from rigway.gateway.auth.api_keys import ApiPrincipal
+from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.services import services_of
 
 # auto_error=False: a missing header is our 401 invalid_api_key, not FastAPI's 403.

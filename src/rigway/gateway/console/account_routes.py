@@ -21,10 +21,10 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
+from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.console.csrf import CheckedUser
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
 from rigway.gateway.console.session import SignedInUser
-from rigway.gateway.keys.schemas import CreateKeyIn
 from rigway.gateway.services import services_of
 from rigway.gateway.webhooks.schemas import ALL_EVENTS, CreateWebhookIn, UpdateWebhookIn
 

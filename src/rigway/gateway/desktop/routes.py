@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BeforeValidator
 
-from rigway.gateway.auth.api_keys import ApiPrincipal
+from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.desktop import input_batch
 from rigway.gateway.desktop.delta import observe_since

@@ -16,8 +16,8 @@ from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import User
 from rigway.gateway.errors import Conflict, InvalidConsoleToken
 from rigway.gateway.identity import repository
-from rigway.gateway.identity.keys import SigningKey, jwks
 from rigway.gateway.identity.passwords import Passwords
+from rigway.gateway.identity.signing_keys import SigningKey, jwks
 from rigway.gateway.identity.tokens import issue_console_token
 from rigway.gateway.ids import new_id
 from rigway.gateway.ratelimit import RateLimits

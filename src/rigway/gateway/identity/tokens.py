@@ -12,7 +12,7 @@ from datetime import datetime
 
 import jwt
 
-from rigway.gateway.identity.keys import SigningKey
+from rigway.gateway.identity.signing_keys import SigningKey
 
 __all__ = ["ACCOUNT_CLAIM", "issue_console_token"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from rigway.gateway.auth.api_keys import ApiPrincipal
+from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.errors_openapi import error_responses

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from rigway.gateway.api_keys.schemas import ApiKeyCreatedOut, ApiKeyListOut, ApiKeyOut, CreateKeyIn
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.errors_openapi import error_responses
-from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyListOut, ApiKeyOut, CreateKeyIn
 from rigway.gateway.services import KeyServiceDep
 
 router = APIRouter(tags=["console: keys"])

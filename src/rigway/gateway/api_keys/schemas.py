@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rigway.gateway.auth.api_keys import ALL_SCOPES
+from rigway.gateway.auth.api_key_auth import ALL_SCOPES
 from rigway.gateway.validation import StoredText
 
 Scope = Literal["rigs:read", "rigs:wake", "sessions", "input", "apps", "stream"]

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from rigway.gateway.identity.keys import (
+from rigway.gateway.identity.signing_keys import (
     KEY_FILE_NAME,
     SigningKeyError,
     jwks,

@@ -7,13 +7,13 @@ from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.accounts.repository import lock_account
-from rigway.gateway.auth.api_keys import ALL_SCOPES, ApiKeyAuthenticator, generate_api_key
+from rigway.gateway.api_keys import repository
+from rigway.gateway.api_keys.schemas import ApiKeyCreatedOut, ApiKeyOut, CreateKeyIn
+from rigway.gateway.auth.api_key_auth import ALL_SCOPES, ApiKeyAuthenticator, generate_api_key
 from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import ApiKey
 from rigway.gateway.errors import Conflict, NotFound
 from rigway.gateway.ids import is_well_formed, new_uuid
-from rigway.gateway.keys import repository
-from rigway.gateway.keys.schemas import ApiKeyCreatedOut, ApiKeyOut, CreateKeyIn
 
 # Each key has its own request quota; the cap bounds what an account's keys add up to
 # before the account-wide ceiling (docs/api.md, Rate limits) and keeps the list short.

@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from rigway.gateway.api_keys import repository as api_key_repository
 from rigway.gateway.clock import Clock
 from rigway.gateway.errors import InsufficientScope, InvalidApiKey
-from rigway.gateway.keys import repository as keys_repository
 
 KEY_PATTERN = re.compile(r"^rgw_(live|test)_sk_[0-9a-f]{48}$")
 ALL_SCOPES: tuple[str, ...] = ("rigs:read", "rigs:wake", "sessions", "input", "apps", "stream")
@@ -130,7 +130,7 @@ class ApiKeyAuthenticator:
     async def _load(self, prefix: str) -> _CachedKey | None:
         generation = self._generation
         async with self._db_sessions() as db:
-            row = await keys_repository.active_by_prefix(db, prefix)
+            row = await api_key_repository.active_by_prefix(db, prefix)
         if row is None:
             self._cache.pop(prefix, None)
             if generation == self._generation:
@@ -161,7 +161,7 @@ class ApiKeyAuthenticator:
             return
         cached.last_used_at = now
         async with self._db_sessions.begin() as db:
-            await keys_repository.set_last_used(db, prefix, now)
+            await api_key_repository.set_last_used(db, prefix, now)
 
 
 def _bearer(authorization: str | None) -> str | None:
