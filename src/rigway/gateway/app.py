@@ -18,6 +18,7 @@ from starlette.types import Scope
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
+from rigway.gateway.api_docs.routes import router as api_docs_router
 from rigway.gateway.api_keys.routes import router as keys_router
 from rigway.gateway.api_keys.service import KeyService
 from rigway.gateway.auth.api_key_auth import ApiKeyAuthenticator
@@ -210,10 +211,15 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         # (environment lookups included), 4 % of the gateway's CPU on a screenshot
         # (bench/screenshot_cpu.py), and the gateway configures no OpenTelemetry provider.
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        # FastAPI's own /docs and /redoc load their scripts from a CDN; api_docs serves
+        # the same pages with the scripts from the gateway (they render offline).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.services = services
     _install_error_handlers(app)
     for router in (
+        api_docs_router,
         health_and_metrics_router,
         rigs_router,
         rigs_console_router,
