@@ -1,5 +1,6 @@
-"""`rigway drag` and `rigway wait`: press-move-release in one batch, and wait on the rig
-for the screen to change, go still, or show a control.
+"""`rigway drag`, `scroll`, `move` and `wait`: press-move-release in one batch, the
+wheel, the pointer, and waiting on the rig for the screen to change, go still, or show
+a control.
 
 Like the other session-scoped commands they act on `--session ID`, else on the session
 `rigway sessions start` remembered.
@@ -69,6 +70,62 @@ def drag(
     out.data(act_report(result, path=[list(point) for point in path]), human=human)
 
 
+# The wheel's sign convention (docs/api.md, Input): dy > 0 is up, dx > 0 is right.
+_SCROLL_SIGNS: dict[str, tuple[int, int]] = {
+    "up": (0, 1),
+    "down": (0, -1),
+    "left": (-1, 0),
+    "right": (1, 0),
+}
+
+
+def scroll(
+    direction: Annotated[
+        Literal["up", "down", "left", "right"],
+        typer.Argument(help="Which way the content moves into view.", show_default=False),
+    ],
+    notches: Annotated[
+        int, typer.Argument(min=1, max=100, help="Wheel notches (clicks of the wheel).")
+    ] = 3,
+    at: Annotated[
+        str | None,
+        typer.Option("--at", metavar="X,Y", help="Scroll with the pointer here (native)."),
+    ] = None,
+    settle: SettleOption = False,
+    session: SessionOption = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Turn the mouse wheel NOTCHES times, where the pointer is or at --at X,Y."""
+    x, y = (None, None) if at is None else parse_point(at)
+    sign_x, sign_y = _SCROLL_SIGNS[direction]
+    out = Output(json_mode=json_output)
+    with live_session(api_key, base_url, state_dir, session) as handle:
+        result = handle.scroll(sign_x * notches, sign_y * notches, x, y, settle=settle)
+    where = "" if at is None else f" at {x},{y}"
+    human = f"scrolled {direction} {notches} notch{'es' if notches != 1 else ''}{where}"
+    out.data(act_report(result), human=human + result.settle_note())
+
+
+def move(
+    x: Annotated[int, typer.Argument(help="Native x.", show_default=False)],
+    y: Annotated[int, typer.Argument(help="Native y.", show_default=False)],
+    settle: SettleOption = False,
+    session: SessionOption = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Move the pointer to X Y (hover) without clicking."""
+    out = Output(json_mode=json_output)
+    with live_session(api_key, base_url, state_dir, session) as handle:
+        result = handle.move(x, y, settle=settle)
+    out.data(act_report(result), human=f"moved the pointer to {x},{y}{result.settle_note()}")
+
+
 def wait(
     until: Annotated[
         Literal["change", "quiet", "target"],
@@ -116,6 +173,8 @@ def wait(
 
 
 def register_act_commands(app: typer.Typer) -> None:
-    """Add `drag` and `wait` to the root `rigway` app."""
+    """Add `drag`, `scroll`, `move` and `wait` to the root `rigway` app."""
     app.command("drag")(drag)
+    app.command("scroll")(scroll)
+    app.command("move")(move)
     app.command("wait")(wait)

@@ -2,8 +2,10 @@
 
 Command groups: `up` (local deployment), `agent` (the host agent on a rig), `release`
 (signing host agent releases), and the API tools: `rigs`, `sessions`, `screenshot`,
-`observe`, `click`, `type`, `key`, `drag`, `wait` (API key); `keys`, `webhooks`
-(console token); `mcp` (an MCP server for LLM clients).
+`observe`, `targets`, `dirty`, `stream`, `click`, `type`, `key`, `drag`, `scroll`,
+`move`, `wait`, `launch`, `kill` (API key); `keys`, `webhooks`, `rigs pairing-code`,
+`rigs rename`, `rigs unpair` (console token); `mcp` (an MCP server for LLM clients).
+The whole reference is `docs/cli.md`.
 
 Every API command takes `--json` (one JSON document on stdout, nothing else) and
 reports a failure as one line on stderr, never a traceback: `rigway: error: <code>:
@@ -45,12 +47,14 @@ from rigway.cli._output import (
 )
 from rigway.cli.act_commands import register_act_commands
 from rigway.cli.agent import agent_app
+from rigway.cli.app_commands import register_app_commands
 from rigway.cli.console_commands import keys_app, webhooks_app
 from rigway.cli.mcp_command import mcp_command
 from rigway.cli.release import release_app
 from rigway.cli.rigs import rigs_app
 from rigway.cli.screen import register_screen_commands
 from rigway.cli.sessions import sessions_app
+from rigway.cli.view_commands import register_view_commands
 from rigway.client import RigwayError
 
 app = typer.Typer(
@@ -105,7 +109,9 @@ app.add_typer(release_app, name="release")
 app.add_typer(rigs_app, name="rigs")
 app.add_typer(sessions_app, name="sessions")
 register_screen_commands(app)
+register_view_commands(app)
 register_act_commands(app)
+register_app_commands(app)
 app.add_typer(keys_app, name="keys")
 app.add_typer(webhooks_app, name="webhooks")
 app.command("mcp")(mcp_command)

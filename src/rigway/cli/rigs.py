@@ -1,4 +1,5 @@
-"""`rigway rigs list|show|wake`: the account's rigs (API key)."""
+"""`rigway rigs list|show|wake` (API key) and `rigway rigs pairing-code|rename|unpair`
+(the owner's console token): the account's rigs."""
 
 from __future__ import annotations
 
@@ -12,13 +13,17 @@ from ._context import (
     DEFAULT_STATE_DIR,
     ApiKeyOption,
     BaseUrlOption,
+    ConsoleTokenOption,
     Credentials,
     JsonOption,
     StateDirOption,
 )
 from ._output import Column, Output
 
-rigs_app = typer.Typer(help="List, inspect and wake rigs.", no_args_is_help=True)
+rigs_app = typer.Typer(
+    help="List, inspect and wake rigs (API key); pair, rename and unpair them (console token).",
+    no_args_is_help=True,
+)
 
 RigArgument = Annotated[str, typer.Argument(help="Rig id (rig_…).", show_default=False)]
 
@@ -85,3 +90,53 @@ def wake_rig(
     else:
         human = f"wake packet sent to {rig_id} via {result.via or 'gateway'}"
     out.data(result, human=human)
+
+
+@rigs_app.command("pairing-code")
+def pairing_code(
+    console_token: ConsoleTokenOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Make a one-time code that pairs a new rig (`rigway agent pair --code` on it)."""
+    out = Output(json_mode=json_output)
+    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
+    with credentials.console_client() as console:
+        created = console.rigs.create_pairing_code()
+    expires = "" if created.expires_at is None else f" (until {created.expires_at:%H:%M:%S %Z})"
+    out.data(created, human=f"{created.code}{expires}")
+    out.line(f"on the rig: rigway agent pair --gateway URL --code {created.code}")
+
+
+@rigs_app.command("rename")
+def rename_rig(
+    rig_id: RigArgument,
+    name: Annotated[str, typer.Argument(help="The new name.", show_default=False)],
+    console_token: ConsoleTokenOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Rename a rig."""
+    out = Output(json_mode=json_output)
+    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
+    with credentials.console_client() as console:
+        rig = console.rigs.update(rig_id, name=name)
+    out.data(rig, human=f"renamed {rig.id} to {rig.name}")
+
+
+@rigs_app.command("unpair")
+def unpair_rig(
+    rig_id: RigArgument,
+    console_token: ConsoleTokenOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Unpair a rig: its token stops working and its active session ends (`unpaired`)."""
+    out = Output(json_mode=json_output)
+    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
+    with credentials.console_client() as console:
+        rig = console.rigs.unpair(rig_id)
+    out.data({"ok": True, "id": rig_id, "rig": rig}, human=f"unpaired {rig_id}")
