@@ -21,16 +21,26 @@ from rigway.gateway.services import services_of
 router = APIRouter(tags=["rigs"])
 
 
-@router.get("/v1/rigs", response_model=RigListOut, responses=error_responses(401, 403, 429))
+@router.get(
+    "/v1/rigs",
+    response_model=RigListOut,
+    summary="List the account's rigs",
+    responses=error_responses(401, 403, 429),
+)
 async def list_rigs(request: Request, caller: ApiCaller) -> RigListOut:
+    """Every rig of the account, online or not (scope `rigs:read`)."""
     caller.require("rigs:read")
     return RigListOut(rigs=await services_of(request).rigs.list(caller.account_id))
 
 
 @router.get(
-    "/v1/rigs/{rig_id}", response_model=RigOut, responses=error_responses(401, 403, 404, 429)
+    "/v1/rigs/{rig_id}",
+    response_model=RigOut,
+    summary="Read a rig",
+    responses=error_responses(401, 403, 404, 429),
 )
 async def get_rig(request: Request, rig_id: str, caller: ApiCaller) -> RigOut:
+    """One rig of the account (scope `rigs:read`); another account's is 404."""
     caller.require("rigs:read")
     rigs = services_of(request).rigs
     return rigs.view(await rigs.get(caller.account_id, rig_id))
@@ -40,11 +50,29 @@ async def get_rig(request: Request, rig_id: str, caller: ApiCaller) -> RigOut:
     "/v1/rigs/{rig_id}/wake",
     response_model=WakeOut,
     status_code=202,
-    responses={200: {"model": WakeOut}, **error_responses(401, 403, 404, 409, 429)},
+    summary="Wake a rig (Wake-on-LAN)",
+    responses={
+        200: {
+            "model": WakeOut,
+            "description": "The rig is online already: nothing was sent.",
+            "content": {
+                "application/json": {
+                    "example": {
+                        "ok": True,
+                        "rig_id": "rig_5d2c9e71a0b4c3d2e1f00a9b",
+                        "already_online": True,
+                    }
+                }
+            },
+        },
+        **error_responses(401, 403, 404, 409, 429),
+    },
 )
 async def wake_rig(request: Request, rig_id: str, caller: ApiCaller, response: Response) -> WakeOut:
-    """Sends a Wake-on-LAN packet through an online rig on the same LAN, else from the
-    gateway; 200 with `already_online` when the rig is online."""
+    """Sends a Wake-on-LAN magic packet (scope `rigs:wake`) through an online rig of the
+    account last seen on the same LAN (`via` its id), else from the gateway (`via`
+    `gateway`): 202. An online rig answers 200 with `already_online`; a rig with no MAC
+    known is 409 `wake_unavailable`."""
     caller.require("rigs:wake")
     result = await services_of(request).rig_owner.wake(caller.account_id, rig_id)
     if result.already_online:
@@ -56,22 +84,30 @@ console_router = APIRouter(tags=["console: rigs"])
 
 
 @console_router.patch(
-    "/v1/rigs/{rig_id}", response_model=RigOut, responses=error_responses(401, 404)
+    "/v1/rigs/{rig_id}",
+    response_model=RigOut,
+    summary="Rename a rig or switch its API access",
+    responses=error_responses(401, 404),
 )
 async def update_rig(
     request: Request, rig_id: str, body: UpdateRigIn, caller: ConsoleCaller
 ) -> RigOut:
-    """Renames the rig or switches its API access."""
+    """Renames the rig or switches its API access (console token); fields left out stay
+    as they are."""
     return await services_of(request).rig_owner.update(
         caller.account_id, rig_id, name=body.name, api_access_enabled=body.api_access_enabled
     )
 
 
 @console_router.delete(
-    "/v1/rigs/{rig_id}", response_model=RigOut, responses=error_responses(401, 404)
+    "/v1/rigs/{rig_id}",
+    response_model=RigOut,
+    summary="Unpair a rig",
+    responses=error_responses(401, 404),
 )
 async def unpair_rig(request: Request, rig_id: str, caller: ConsoleCaller) -> RigOut:
-    """Unpairs the rig: its active session ends `unpaired` and its token stops working."""
+    """Unpairs the rig (console token): its active session ends `unpaired`, its token
+    stops working and its socket closes with 4401."""
     return await services_of(request).rig_owner.unpair(caller.account_id, rig_id)
 
 
@@ -79,6 +115,7 @@ async def unpair_rig(request: Request, rig_id: str, caller: ConsoleCaller) -> Ri
     "/v1/rigs/pairing-codes",
     response_model=PairingCodeOut,
     status_code=201,
+    summary="Create a pairing code",
     responses=error_responses(401),
 )
 async def create_pairing_code(request: Request, caller: ConsoleCaller) -> PairingCodeOut:
@@ -90,7 +127,11 @@ agent_router = APIRouter(tags=["host agent"])
 
 
 @agent_router.post(
-    "/v1/agent/pair", response_model=PairOut, status_code=201, responses=error_responses(400)
+    "/v1/agent/pair",
+    response_model=PairOut,
+    status_code=201,
+    summary="Pair a host agent",
+    responses=error_responses(400),
 )
 async def pair_agent(request: Request, body: PairIn) -> PairOut:
     """A host agent trades a one-time pairing code for its rig id and rig token."""

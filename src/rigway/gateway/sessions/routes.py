@@ -18,14 +18,26 @@ router = APIRouter(tags=["sessions"])
     "/v1/sessions",
     response_model=SessionOut,
     status_code=201,
+    summary="Start a session on a rig",
     responses=error_responses(401, 403, 404, 409, 429, 502, 504),
 )
 async def create_session(request: Request, body: CreateSessionIn, caller: ApiCaller) -> SessionOut:
+    """Starts a metered session (scope `sessions`). Checks in order: the rig exists in
+    the account (404), API access (403), online (409 `rig_offline`), the account's
+    concurrency cap (429 `concurrency_limit`), one active session per rig (409
+    `rig_busy`). The host then has 10 s to acknowledge; if it does not, the session is
+    stored `failed` and the answer is 504 or 502. End it with `DELETE
+    /v1/sessions/{session_id}`."""
     caller.require("sessions")
     return await services_of(request).sessions.create(caller.account_id, caller.key_id, body)
 
 
-@router.get("/v1/sessions", response_model=SessionListOut, responses=error_responses(401, 429))
+@router.get(
+    "/v1/sessions",
+    response_model=SessionListOut,
+    summary="List active sessions",
+    responses=error_responses(401, 429),
+)
 async def list_sessions(request: Request, caller: AnyCaller) -> SessionListOut:
     """With an API key: the active sessions it created. With a console token: all
     active sessions of the account."""
@@ -40,10 +52,12 @@ async def list_sessions(request: Request, caller: AnyCaller) -> SessionListOut:
 @router.post(
     "/v1/sessions/{session_id}/kill",
     response_model=SessionOut,
+    summary="End a session as the rig's owner",
     responses=error_responses(401, 404),
 )
 async def kill_session(request: Request, session_id: str, caller: ConsoleCaller) -> SessionOut:
-    """The rig owner ends a session (`owner_kill`)."""
+    """The rig owner ends a session (console token): the final Session, `ended_reason`
+    `owner_kill`."""
     sessions = services_of(request).sessions
     return await sessions.end_for_account(caller.account_id, session_id, "owner_kill")
 
@@ -51,9 +65,11 @@ async def kill_session(request: Request, session_id: str, caller: ConsoleCaller)
 @router.get(
     "/v1/sessions/{session_id}",
     response_model=SessionOut,
+    summary="Read a session",
     responses=error_responses(401, 404, 429),
 )
 async def get_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+    """The session in any status, active, ended or failed (scope `sessions`)."""
     caller.require("sessions")
     return await services_of(request).sessions.get(caller.account_id, session_id)
 
@@ -67,18 +83,24 @@ async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionO
 @router.delete(
     "/v1/sessions/{session_id}",
     response_model=SessionOut,
+    summary="End a session",
     responses=error_responses(401, 403, 404, 429),
 )
 async def delete_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
-    """Ends the session (idempotent: an ended session is returned unchanged)."""
+    """Ends the session (reason `client`) and answers with the final Session, after the
+    host's safety restore: held keys and buttons released, launched apps killed, their
+    windows closed (bounded by 10 s). Idempotent: an ended session is returned
+    unchanged."""
     return await _end(request, session_id, caller)
 
 
 @router.post(
     "/v1/sessions/{session_id}/end",
     response_model=SessionOut,
+    summary="End a session (POST form)",
     responses=error_responses(401, 403, 404, 429),
 )
 async def end_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
-    """The same operation as DELETE /v1/sessions/{session_id}."""
+    """The same operation as `DELETE /v1/sessions/{session_id}`, for clients that cannot
+    send DELETE."""
     return await _end(request, session_id, caller)

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
+from pydantic.config import JsonDict
 
 from rigway.gateway.rigs.schemas import DisplayOut
 from rigway.protocol.ops import DesktopState
@@ -22,10 +23,22 @@ def _drop_default(schema: dict[str, Any]) -> None:
 
 
 class CreateSessionIn(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"rig_id": "rig_5d2c9e71a0b4c3d2e1f00a9b", "mode": "desktop"}],
+        },
+    )
 
-    rig_id: str = Field(min_length=1, max_length=64)
-    mode: SessionMode = "desktop"
+    rig_id: str = Field(min_length=1, max_length=64, description="The rig to drive.")
+    mode: SessionMode = Field(
+        default="desktop",
+        description=(
+            "`desktop`: the whole desktop. `app`: a session meant to drive the apps it "
+            "launches (`/app/launch`); the same operations work in both."
+        ),
+    )
     # Absent: the gateway's configured default (settings.default_idle_timeout_s), which
     # a fixed default here would override. None stands for "absent" only: a null sent
     # is refused like any other non-integer, and the schema shows a plain integer.
@@ -48,27 +61,74 @@ class CreateSessionIn(BaseModel):
         return value
 
 
+SESSION_EXAMPLE: JsonDict = {
+    "session_id": "ses_0f3c6a2b9d1e4f5a6b7c8d9e",
+    "rig_id": "rig_5d2c9e71a0b4c3d2e1f00a9b",
+    "mode": "desktop",
+    "status": "active",
+    "started_at": "2026-11-25T21:00:00Z",
+    "ended_at": None,
+    "ended_reason": None,
+    "billed_minutes": 1,
+    "duration_seconds": 42,
+    "last_activity_at": "2026-11-25T21:00:40Z",
+    "action_count": 3,
+    "idle_timeout_seconds": 900,
+    "capture_mode": "sim",
+    "native_width": 1280,
+    "native_height": 800,
+    "desktop_state": "normal",
+    "displays": [{"x": 0, "y": 0, "width": 1280, "height": 800, "scale": 1.0, "primary": True}],
+}
+
+
 class SessionOut(BaseModel):
-    session_id: str
-    rig_id: str
-    mode: SessionMode
-    status: SessionStatus
-    started_at: datetime
-    ended_at: datetime | None
-    ended_reason: EndReason | None
-    billed_minutes: int
-    duration_seconds: int
-    last_activity_at: datetime
-    action_count: int
-    idle_timeout_seconds: int
-    capture_mode: str | None
-    native_width: int | None
-    native_height: int | None
-    # The rig's desktop now, while active and its host is connected; else None.
-    desktop_state: DesktopState | None
-    # The rig's monitors, while active and its host is connected; else [].
-    displays: list[DisplayOut] = Field(default_factory=list)
+    model_config = ConfigDict(json_schema_extra={"examples": [SESSION_EXAMPLE]})
+    session_id: str = Field(description="The session's id.")
+    rig_id: str = Field(description="The rig it drives.")
+    mode: SessionMode = Field(description="`desktop` or `app`, as created.")
+    status: SessionStatus = Field(
+        description="`active`, `ended`, or `failed` (the host never acknowledged its start)."
+    )
+    started_at: datetime = Field(description="When it started.")
+    ended_at: datetime | None = Field(description="When it ended; null while active.")
+    ended_reason: EndReason | None = Field(
+        description=(
+            "Why it ended: `client`, `idle_timeout`, `max_age`, `host_gone`, `timeout` "
+            "(orphan cleanup at gateway start), `owner_kill`, `unpaired`; null while active."
+        )
+    )
+    billed_minutes: int = Field(
+        description=(
+            "Whole minutes of wall clock from start to end (or to now), rounded up, at "
+            "least 1; 0 for a failed session."
+        )
+    )
+    duration_seconds: int = Field(description="Seconds from start to end, or to now.")
+    last_activity_at: datetime = Field(
+        description="The last screenshot, observe, input or wait (what the idle timer counts)."
+    )
+    action_count: int = Field(description="Input events plus app operations.")
+    idle_timeout_seconds: int = Field(
+        description="It ends `idle_timeout` after this long without activity."
+    )
+    capture_mode: str | None = Field(
+        description="How the host captures: `sim`, `x11-damage`, `dxgi`, `gdi`…"
+    )
+    native_width: int | None = Field(description="The rig's desktop width in native pixels.")
+    native_height: int | None = Field(description="The rig's desktop height in native pixels.")
+    desktop_state: DesktopState | None = Field(
+        description=(
+            "The rig's desktop state (`normal`, `locked`, …) while the session is active "
+            "and its host connected; null otherwise."
+        )
+    )
+    displays: list[DisplayOut] = Field(
+        default_factory=list,
+        description="The rig's monitors while active and its host connected; [] otherwise.",
+    )
 
 
 class SessionListOut(BaseModel):
-    sessions: list[SessionOut]
+    model_config = ConfigDict(json_schema_extra={"examples": [{"sessions": [SESSION_EXAMPLE]}]})
+    sessions: list[SessionOut] = Field(description="The active sessions, oldest first.")
