@@ -280,7 +280,9 @@ async def test_another_accounts_console_gets_404_for_its_sessions_keys_and_rigs(
 async def test_created_key_is_shown_once_then_listed_by_prefix(
     stack: Stack, owner: ConsolePages
 ) -> None:
-    created = await owner.post("/console/keys", name="research agent", environment="test")
+    created = await owner.post(
+        "/console/keys", name="research agent", environment="test", scopes=["sessions"]
+    )
     assert created.status_code == 201
     assert created.headers["cache-control"] == "no-store"
     secret = created.text.split('id="new-key">')[1].split("<")[0]

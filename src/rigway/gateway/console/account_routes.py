@@ -1,9 +1,10 @@
 """Account pages: live sessions (owner kill), API keys, webhooks.
 
-    GET  /console/sessions                      the account's active sessions
+    GET  /console/sessions                      the account's active sessions (each one's
+                                                page: `live_routes`)
     POST /console/sessions/{id}/kill            end it with `owner_kill`
     GET  /console/keys                          keys by prefix
-    POST /console/keys                          name, environment → the full key, once
+    POST /console/keys                          name, environment, scopes → the full key, once
     POST /console/keys/{id}/revoke
     GET  /console/webhooks                      with the last delivery's status and error
     POST /console/webhooks                      url, events → the whsec_ secret, once
@@ -23,8 +24,10 @@ from starlette.responses import Response
 
 from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.console.csrf import CheckedUser
+from rigway.gateway.console.live import session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
 from rigway.gateway.console.session import SignedInUser
+from rigway.gateway.console.wording import SCOPE_WORDS
 from rigway.gateway.services import services_of
 from rigway.gateway.webhooks.schemas import ALL_EVENTS, CreateWebhookIn, UpdateWebhookIn
 
@@ -36,7 +39,10 @@ async def sessions_page(request: Request, user: SignedInUser) -> Response:
     services = services_of(request)
     sessions = await services.sessions.list_active(user.account_id, None)
     rig_names = {rig.id: rig.name for rig in await services.rigs.list(user.account_id)}
-    return render(request, "sessions.html", user=user, sessions=sessions, rig_names=rig_names)
+    live = {key: value for session in sessions for key, value in session_values(session).items()}
+    return render(
+        request, "sessions.html", user=user, sessions=sessions, rig_names=rig_names, live=live
+    )
 
 
 @router.post("/sessions/{session_id}/kill")
@@ -49,7 +55,7 @@ async def kill_session(request: Request, session_id: str, user: CheckedUser) -> 
 @router.get("/keys")
 async def keys_page(request: Request, user: SignedInUser) -> Response:
     keys = await services_of(request).keys.list(user.account_id)
-    return render(request, "keys.html", user=user, keys=keys)
+    return render(request, "keys.html", user=user, keys=keys, scope_words=SCOPE_WORDS)
 
 
 @router.post("/keys")
@@ -58,8 +64,12 @@ async def create_key(
     user: CheckedUser,
     name: Annotated[str, Form(max_length=200)] = "",
     environment: Annotated[str, Form(max_length=8)] = "live",
+    scopes: Annotated[list[str] | None, Form()] = None,
 ) -> Response:
-    body = CreateKeyIn.model_validate({"name": name.strip(), "environment": environment})
+    # Unticking every scope is a mistake, not "all scopes": the schema refuses [].
+    body = CreateKeyIn.model_validate(
+        {"name": name.strip(), "environment": environment, "scopes": scopes or []}
+    )
     created = await services_of(request).keys.create(user.account_id, body)
     return render(request, "key_created.html", user=user, key=created, status=201)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from rigway.gateway.console.csrf import CsrfRejected, csrf_token_for
+from rigway.gateway.console.live import duration_words, when
 from rigway.gateway.console.session import SESSION_COOKIE, SignedIn, SignInRequired
+from rigway.gateway.console.wording import END_REASON_WORDS, end_reason_words, session_status_words
 from rigway.gateway.errors import ApiError
 from rigway.gateway.static_files import StaticFiles
 
@@ -37,12 +38,12 @@ STATIC_DIR = PACKAGE_DIR / "static"
 SIGN_IN_PATH = "/console/sign-in"
 
 # Pages hold account data and one-time secrets: never cached, never framed, and only
-# our own scripts, styles, images and form targets.
+# our own scripts, styles, images, form targets and fetches (the live values' poll).
 SECURITY_HEADERS: Mapping[str, str] = {
     "Cache-Control": "no-store",
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
@@ -59,12 +60,14 @@ NOTICES: Mapping[str, str] = {
     "rig_unpaired": "The rig is unpaired; its token no longer works.",
     "wake_sent": "Wake-on-LAN packet sent.",
     "already_online": "The rig is already online.",
-    "session_killed": "The session is ended (owner_kill).",
+    "session_killed": f"The session is {END_REASON_WORDS['owner_kill']}.",
     "webhook_enabled": "The webhook is enabled.",
     "webhook_disabled": "The webhook is disabled.",
     "webhook_deleted": "The webhook is deleted.",
     "signed_out": "You are signed out.",
 }
+
+_SECTIONS = frozenset({"rigs", "sessions", "history", "keys", "webhooks"})
 
 _STATUS_TITLES: Mapping[int, str] = {
     400: "That did not work",
@@ -73,13 +76,6 @@ _STATUS_TITLES: Mapping[int, str] = {
     409: "Not possible right now",
     410: "Already ended",
 }
-
-
-def _when(value: datetime | None) -> str:
-    if value is None:
-        return "—"
-    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 STATIC_FILES = StaticFiles(STATIC_DIR, "/console/static")
@@ -92,7 +88,10 @@ _environment = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_environment.filters["when"] = _when
+_environment.filters["when"] = when
+_environment.filters["duration"] = duration_words
+_environment.filters["end_reason"] = end_reason_words
+_environment.filters["session_status"] = session_status_words
 _environment.globals["static_url"] = STATIC_FILES.url
 
 
@@ -128,7 +127,7 @@ def _section(path: str) -> str:
 
 def error_page(request: Request, status: int, message: str) -> HTMLResponse:
     section = _section(request.url.path)
-    back = f"/console/{section}" if section in {"rigs", "sessions", "keys", "webhooks"} else None
+    back = f"/console/{section}" if section in _SECTIONS else None
     title = _STATUS_TITLES.get(status, "Something went wrong")
     return render(request, "error.html", status=status, title=title, message=message, back_url=back)
 

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from rigway.gateway.console.csrf import CheckedUser
+from rigway.gateway.console.live import rig_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
 from rigway.gateway.console.session import SignedInUser
 from rigway.gateway.desktop.service import ScreenParams
@@ -34,8 +35,11 @@ TOKEN_FILE_HINT = "~/.rigway/rig-token"  # noqa: S105 (a file path, not a secret
 
 @router.get("/rigs")
 async def rigs_page(request: Request, user: SignedInUser) -> Response:
-    rigs = await services_of(request).rigs.list(user.account_id)
-    return render(request, "rigs.html", user=user, rigs=rigs)
+    services = services_of(request)
+    rigs = await services.rigs.list(user.account_id)
+    now = services.clock.now()
+    live = {key: value for rig in rigs for key, value in rig_values(rig, now).items()}
+    return render(request, "rigs.html", user=user, rigs=rigs, live=live)
 
 
 @router.post("/rigs/pairing-code")

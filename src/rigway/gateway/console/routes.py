@@ -1,6 +1,7 @@
 """The console's HTTP face, mounted at /console: sign-in and sign-out here, the pages
-in `rig_routes` and `account_routes`, and the static files. There is deliberately no
-catch-all route: other features add their own pages under /console (the live viewer).
+in `rig_routes`, `account_routes`, `history_routes` and `live_routes`, and the static
+files. There is deliberately no catch-all route: other features add their own pages
+under /console (the live viewer).
 
     GET  /console                       → /console/rigs
     GET  /console/sign-in               form (sets the pre-session CSRF cookie)
@@ -16,7 +17,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse, Response
 
-from rigway.gateway.console import account_routes, rig_routes
+from rigway.gateway.console import account_routes, history_routes, live_routes, rig_routes
 from rigway.gateway.console.csrf import (
     PRE_SESSION_COOKIE,
     PRE_SESSION_TTL_S,
@@ -118,3 +119,5 @@ async def _is_signed_in(request: Request) -> bool:
 
 router.include_router(rig_routes.router)
 router.include_router(account_routes.router)
+router.include_router(history_routes.router)
+router.include_router(live_routes.router)

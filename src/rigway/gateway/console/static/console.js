@@ -1,5 +1,10 @@
-// The console works without this file; it only adds confirm dialogs and copy buttons.
+// The console works without this file; it adds confirm dialogs, copy buttons, and the
+// refresh of live values: every few seconds it fetches the page's live JSON (a
+// `data-live-url`, else /console/live.json) and writes each value into the element whose
+// `data-live` names its key; `data-live-src` images are fetched again.
 "use strict";
+
+const LIVE_REFRESH_MS = 4000;
 
 document.addEventListener("submit", (event) => {
   const message = event.target.dataset.confirm;
@@ -18,3 +23,52 @@ document.addEventListener("click", (event) => {
     button.textContent = "Copied";
   });
 });
+
+function liveUrl() {
+  const holder = document.querySelector("[data-live-url]");
+  return holder ? holder.dataset.liveUrl : "/console/live.json";
+}
+
+async function refreshLiveValues() {
+  // A signed-out session answers with a redirect to sign-in: not JSON, so stop.
+  const response = await fetch(liveUrl(), {
+    credentials: "same-origin",
+    redirect: "manual",
+    headers: { Accept: "application/json" },
+  });
+  if (!response.ok) {
+    return false;
+  }
+  const values = await response.json();
+  for (const element of document.querySelectorAll("[data-live]")) {
+    const value = values[element.dataset.live];
+    if (value !== undefined && element.textContent !== value) {
+      element.textContent = value;
+    }
+  }
+  for (const image of document.querySelectorAll("img[data-live-src]")) {
+    image.src = `${image.dataset.liveSrc}?at=${Date.now()}`;
+  }
+  return true;
+}
+
+function startLiveRefresh() {
+  const hasLiveParts = document.querySelector("[data-live], img[data-live-src]") !== null;
+  if (!hasLiveParts) {
+    return;
+  }
+  const timer = window.setInterval(() => {
+    if (document.hidden) {
+      return; // a background tab polls nothing
+    }
+    refreshLiveValues()
+      .then((keepGoing) => {
+        if (!keepGoing) {
+          window.clearInterval(timer);
+        }
+      })
+      .catch(() => window.clearInterval(timer));
+  }, LIVE_REFRESH_MS);
+}
+
+document.addEventListener("DOMContentLoaded", startLiveRefresh);

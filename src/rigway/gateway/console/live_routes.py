@@ -1,0 +1,76 @@
+"""Live parts of the console: one session's page and the JSON the pages poll.
+
+GET /console/sessions/{id}            one session: live screen, kill, the way back;
+                                      once ended, how and when it ended
+GET /console/live.json[?session=id]   the live values of the account's rigs and live
+                                      sessions (and of `session`, live or not), see
+                                      `console.live`
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from starlette.responses import JSONResponse, Response
+
+from rigway.gateway.console.live import rig_values, session_values
+from rigway.gateway.console.rendering import ConsoleRoute, render
+from rigway.gateway.console.session import SignedInUser
+from rigway.gateway.errors import NotFound
+from rigway.gateway.rigs.schemas import RigOut
+from rigway.gateway.services import Services, services_of
+
+router = APIRouter(route_class=ConsoleRoute)
+
+LIVE_JSON_PATH = "/console/live.json"
+
+
+async def account_live_values(
+    services: Services, account_id: str, watched_session_id: str | None = None
+) -> dict[str, str]:
+    now = services.clock.now()
+    values: dict[str, str] = {}
+    for rig in await services.rigs.list(account_id):
+        values.update(rig_values(rig, now))
+    for session in await services.sessions.list_active(account_id, None):
+        values.update(session_values(session))
+    if watched_session_id is not None:
+        try:
+            watched = await services.sessions.get(account_id, watched_session_id)
+        except NotFound:
+            pass  # another account's or no such session: it adds nothing
+        else:
+            values.update(session_values(watched))
+    return values
+
+
+@router.get("/live.json")
+async def live_json(
+    request: Request,
+    user: SignedInUser,
+    session: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    values = await account_live_values(services_of(request), user.account_id, session)
+    return JSONResponse(values)
+
+
+@router.get("/sessions/{session_id}")
+async def session_page(request: Request, session_id: str, user: SignedInUser) -> Response:
+    services = services_of(request)
+    session = await services.sessions.get(user.account_id, session_id)  # 404 if not ours
+    try:
+        rig: RigOut | None = services.rigs.view(
+            await services.rigs.get(user.account_id, session.rig_id)
+        )
+    except NotFound:
+        rig = None  # unpaired since: its past sessions still read
+    return render(
+        request,
+        "session.html",
+        user=user,
+        session=session,
+        rig=rig,
+        live=session_values(session),
+        live_url=f"{LIVE_JSON_PATH}?session={session.session_id}",
+    )
