@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Path, Query, Request
 from fastapi.responses import Response
 from pydantic import BeforeValidator
 
@@ -17,6 +17,7 @@ from rigway.gateway.desktop.schemas import (
     DECIMAL_DIGITS,
     DEFAULT_QUALITY,
     SCREEN_QUERY_BOUNDS,
+    SCREEN_QUERY_DESCRIPTIONS,
     AppKillIn,
     AppKillOut,
     AppLaunchIn,
@@ -79,7 +80,10 @@ _CACHED = ';desc="cached"'
 
 def _bounded(name: str) -> Any:
     bounds = SCREEN_QUERY_BOUNDS[name]
-    return Query(ge=bounds.low, le=bounds.high)
+    return Query(ge=bounds.low, le=bounds.high, description=SCREEN_QUERY_DESCRIPTIONS[name])
+
+
+SessionId = Annotated[str, Path(description="An active session's id, from `POST /v1/sessions`.")]
 
 
 async def screen_params(
@@ -101,27 +105,51 @@ async def _live(request: Request, session_id: str, caller: ApiPrincipal, scope: 
     return await services_of(request).sessions.require_live(caller.account_id, session_id)
 
 
-_FRAME_ID_HEADER = {
-    "X-Frame-Id": {
-        "description": "The frame this image shows: input may give points in its pixels",
-        "schema": {"type": "string"},
-    }
+def _header(description: str, type_: str = "integer") -> dict[str, Any]:
+    return {"description": description, "schema": {"type": type_}}
+
+
+_SCREENSHOT_HEADERS = {
+    "X-Frame-Id": _header(
+        "The frame this image shows: input may give points in its pixels (`frame_id`)",
+        "string",
+    ),
+    "X-Screenshot-Width": _header("The returned image's width in pixels"),
+    "X-Screenshot-Height": _header("The returned image's height in pixels"),
+    "X-Screenshot-Native-Width": _header("The desktop's width in native pixels"),
+    "X-Screenshot-Native-Height": _header("The desktop's height in native pixels"),
+    "Server-Timing": _header(
+        'host-jpeg;dur=<ms> (the host\'s capture and encode; ;desc="cached" when it '
+        "served its last JPEG), link;dur=<ms> (the host link's round trip)",
+        "string",
+    ),
 }
 
 
 @router.get(
     "/v1/sessions/{session_id}/screenshot",
     response_class=Response,
+    summary="Take a screenshot (JPEG)",
     responses={
-        200: {"content": {"image/jpeg": {}}, "description": "JPEG", "headers": _FRAME_ID_HEADER},
+        200: {
+            "description": "The JPEG (baseline, any decoder reads it)",
+            "content": {
+                # Binary, so no example: the headers' and the body's shapes say it all.
+                "image/jpeg": {"schema": {"type": "string", "format": "binary"}}
+            },
+            "headers": _SCREENSHOT_HEADERS,
+        },
         **_SCREEN_ERRORS,
     },
 )
 async def screenshot(
-    request: Request, session_id: str, caller: ApiCaller, screen: Screen
+    request: Request, session_id: SessionId, caller: ApiCaller, screen: Screen
 ) -> Response:
-    """The desktop as a JPEG: the whole screen, or the region `x`,`y`,`w`,`h`, scaled
-    down to `max_width` when given."""
+    """The desktop as a JPEG (scope `sessions`): the whole screen, or the region
+    `x`,`y`,`w`,`h` (whole or not at all, inside the native desktop), then scaled down
+    to `max_width` when given. When nothing changed since the host's last JPEG and the
+    parameters match, the host answers from it without capturing (byte-identical).
+    `X-Frame-Id` names the frame it shows, for input in its pixels."""
     live = await _live(request, session_id, caller, "sessions")
     return screenshot_response(await services_of(request).desktop.screenshot(live, screen))
 
@@ -154,25 +182,48 @@ def screenshot_headers(shot: Screenshot) -> list[tuple[bytes, bytes]]:
     ]
 
 
-@router.get("/v1/sessions/{session_id}/dirty", response_model=DirtyOut, responses=_SCREEN_ERRORS)
-async def dirty(request: Request, session_id: str, caller: ApiCaller) -> DirtyOut:
+@router.get(
+    "/v1/sessions/{session_id}/dirty",
+    response_model=DirtyOut,
+    summary="Take the changed rectangles",
+    responses=_SCREEN_ERRORS,
+)
+async def dirty(request: Request, session_id: SessionId, caller: ApiCaller) -> DirtyOut:
+    """The rectangles of the screen that changed since the last read (scope `sessions`);
+    each read consumes them. `available: false`: the host cannot see damage, so treat
+    everything as changed."""
     live = await _live(request, session_id, caller, "sessions")
     return await services_of(request).desktop.dirty(live)
 
 
 @router.get(
-    "/v1/sessions/{session_id}/observe", response_model=ObserveOut, responses=_OBSERVE_ERRORS
+    "/v1/sessions/{session_id}/observe",
+    response_model=ObserveOut,
+    summary="Observe: image, changes, targets and text in one call",
+    responses=_OBSERVE_ERRORS,
 )
 async def observe(
     request: Request,
-    session_id: str,
+    session_id: SessionId,
     caller: ApiCaller,
     screen: Screen,
-    mark: Annotated[int, Query(ge=0, le=1), DIGITS_ONLY] = 0,
-    image: Annotated[int, Query(ge=0, le=1), DIGITS_ONLY] = 1,
-    since: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
+    mark: Annotated[
+        int, Query(ge=0, le=1, description=SCREEN_QUERY_DESCRIPTIONS["mark"]), DIGITS_ONLY
+    ] = 0,
+    image: Annotated[
+        int, Query(ge=0, le=1, description=SCREEN_QUERY_DESCRIPTIONS["image"]), DIGITS_ONLY
+    ] = 1,
+    since: Annotated[
+        str | None,
+        Query(min_length=1, max_length=64, description=SCREEN_QUERY_DESCRIPTIONS["since"]),
+    ] = None,
 ) -> Response:
-    """With `since` (a frame id this session was shown): the image shows only the region
+    """Three legs run concurrently on the host link (scope `sessions`): the screenshot
+    (unless `image=0`), the dirty take and the targets; `changed` is true when rects are
+    non-empty or damage is unavailable, and `text` reads the screen for a model. If the
+    targets leg fails the observe still answers, with `targets: []`.
+
+    With `since` (a frame id this session was shown): the image shows only the region
     that changed since that frame (`changed_region`; null and no image when nothing did)
     and `targets_diff` replaces `targets`. An unknown frame is 409 frame_expired."""
     live = await _live(request, session_id, caller, "sessions")
@@ -193,15 +244,28 @@ async def observe(
 
 
 @router.get(
-    "/v1/sessions/{session_id}/targets", response_model=TargetsOut, responses=_SCREEN_ERRORS
+    "/v1/sessions/{session_id}/targets",
+    response_model=TargetsOut,
+    summary="List click targets",
+    responses=_SCREEN_ERRORS,
 )
-async def targets(request: Request, session_id: str, caller: ApiCaller) -> TargetsOut:
+async def targets(request: Request, session_id: SessionId, caller: ApiCaller) -> TargetsOut:
+    """The focused window's controls from its accessibility tree (scope `sessions`):
+    name an `id` as an input event's `target` or in a wait. A masked value is
+    `[redacted]`; a host that times out answers an empty list."""
     live = await _live(request, session_id, caller, "sessions")
     return await services_of(request).desktop.targets(live)
 
 
-@router.post("/v1/sessions/{session_id}/wait", response_model=WaitOut, responses=_SCREEN_ERRORS)
-async def wait_until(request: Request, session_id: str, body: WaitIn, caller: ApiCaller) -> WaitOut:
+@router.post(
+    "/v1/sessions/{session_id}/wait",
+    response_model=WaitOut,
+    summary="Wait for a change, quiet, or a control",
+    responses=_SCREEN_ERRORS,
+)
+async def wait_until(
+    request: Request, session_id: SessionId, body: WaitIn, caller: ApiCaller
+) -> WaitOut:
     """Waits until the screen changes, falls quiet, or a control appears in the focused
     window, at most `timeout_ms`; not met in time is a 200 with `met: false`. A bad body
     is a 400 and nothing waits."""
@@ -210,18 +274,21 @@ async def wait_until(request: Request, session_id: str, body: WaitIn, caller: Ap
 
 
 @router.post(
-    "/v1/sessions/{session_id}/input", response_model=InputBatchOut, responses=_INPUT_ERRORS
+    "/v1/sessions/{session_id}/input",
+    response_model=InputBatchOut,
+    summary="Send a batch of input events",
+    responses=_INPUT_ERRORS,
 )
 async def send_input(
     request: Request,
-    session_id: str,
+    session_id: SessionId,
     body: Annotated[InputBatchIn, Body(openapi_examples=_INPUT_EXAMPLES)],
     caller: ApiCaller,
 ) -> Response:
-    """Runs 1 to 100 events in order; answers after the last one ran (and the settle and
-    observe the batch asked for), with a receipt per event. Checked whole first: a bad
-    event or point is a 400, an unknown frame a 409 `frame_expired`, and nothing runs.
-    While the desktop is not "normal" (`desktop_state`) nothing runs: 409
+    """Runs 1 to 100 events in order (scope `input`); answers after the last one ran
+    (and the settle and observe the batch asked for), with a receipt per event. Checked
+    whole first: a bad event or point is a 400, an unknown frame a 409 `frame_expired`,
+    and nothing runs. While the desktop is not "normal" (`desktop_state`) nothing runs: 409
     `desktop_unavailable: <state>`. A batch stopped on the host (`target_gone`,
     `expectation_failed`) is a 409 with the receipts of what ran; `stale_frame` (nothing
     ran) carries the rectangles that changed."""
@@ -237,26 +304,35 @@ async def send_input(
 
 
 @router.post(
-    "/v1/sessions/{session_id}/app/launch", response_model=AppLaunchOut, responses=_SCREEN_ERRORS
+    "/v1/sessions/{session_id}/app/launch",
+    response_model=AppLaunchOut,
+    summary="Launch an app",
+    responses=_SCREEN_ERRORS,
 )
 async def launch_app(
-    request: Request, session_id: str, body: AppLaunchIn, caller: ApiCaller
+    request: Request, session_id: SessionId, body: AppLaunchIn, caller: ApiCaller
 ) -> AppLaunchOut:
+    """Starts an app on the rig (scope `apps`); one that cannot start is a 400 naming
+    why. The session's end kills it and closes its windows."""
     live = await _live(request, session_id, caller, "apps")
     pid = await services_of(request).desktop.launch(live, body.path, body.args)
     return AppLaunchOut(ok=True, pid=pid)
 
 
 @router.post(
-    "/v1/sessions/{session_id}/app/kill", response_model=AppKillOut, responses=_SCREEN_ERRORS
+    "/v1/sessions/{session_id}/app/kill",
+    response_model=AppKillOut,
+    summary="Kill launched apps",
+    responses=_SCREEN_ERRORS,
 )
 async def kill_app(
     request: Request,
-    session_id: str,
+    session_id: SessionId,
     caller: ApiCaller,
     body: Annotated[AppKillIn | None, Body()] = None,
 ) -> AppKillOut:
-    """Kills one launched app by pid, or all of this session's apps without a body."""
+    """Kills one app this session launched, by pid, or all of them without a body (scope
+    `apps`); the whole process tree dies, children that escaped with `setsid` included."""
     live = await _live(request, session_id, caller, "apps")
     pid = None if body is None else body.pid
     killed = await services_of(request).desktop.kill(live, pid)
