@@ -501,10 +501,20 @@ async def test_session_on_offline_rig_409_rig_offline(tmp_path: Path) -> None:
         assert (await stack.client.get("/v1/sessions")).json() == {"sessions": []}
 
 
+def assert_rig_busy(response: httpx2.Response, active_session_id: str) -> None:
+    """409 rig_busy whose body is the error and the session holding the rig, no more."""
+    assert response.status_code == 409, response.text
+    body = response.json()
+    assert list(body) == ["error", "active_session_id"], body
+    assert body["error"].startswith("rig_busy: "), body
+    assert active_session_id in body["error"], body
+    assert body["active_session_id"] == active_session_id, body
+
+
 async def test_second_session_on_busy_rig_409_rig_busy(stack: Stack) -> None:
     first = await stack.start_session()
     response = await stack.client.post("/v1/sessions", json={"rig_id": stack.rig_ids[0]})
-    assert_error(response, 409, "rig_busy")
+    assert_rig_busy(response, first)
     sessions = (await stack.client.get("/v1/sessions")).json()["sessions"]
     assert [s["session_id"] for s in sessions] == [first]
 
@@ -516,9 +526,10 @@ async def test_concurrent_sessions_on_one_rig_one_wins_409_rig_busy(stack: Stack
     )
     statuses = sorted(response.status_code for response in responses)
     assert statuses == [201, 409, 409], [r.text for r in responses]
+    winner = next(r.json()["session_id"] for r in responses if r.status_code == 201)
     for response in responses:
         if response.status_code == 409:
-            assert_error(response, 409, "rig_busy")
+            assert_rig_busy(response, winner)
 
 
 # ---- 410 session_ended ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from ._core import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from ._session import SessionHandle
 from ._sync import Rigway
 from .errors import (
+    AmbiguousRigError,
     AmbiguousTargetError,
     APIConnectionError,
     APIResponseValidationError,
@@ -43,9 +44,11 @@ from .errors import (
     HostTimeoutError,
     InputStoppedError,
     InternalServerError,
+    NoRigAvailableError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    RigBusyError,
     RigwayError,
     SessionEndedError,
     StaleFrameError,
@@ -100,6 +103,7 @@ __all__ = [
     "ActOptions",
     "ActResult",
     "AgentRelease",
+    "AmbiguousRigError",
     "AmbiguousTargetError",
     "ApiKey",
     "ApiKeyCreated",
@@ -124,6 +128,7 @@ __all__ = [
     "InputResult",
     "InputStoppedError",
     "InternalServerError",
+    "NoRigAvailableError",
     "NotFoundError",
     "ObserveOptions",
     "ObserveResult",
@@ -135,6 +140,7 @@ __all__ = [
     "RateLimitError",
     "Region",
     "Rig",
+    "RigBusyError",
     "Rigway",
     "RigwayConsole",
     "RigwayError",

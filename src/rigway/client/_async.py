@@ -196,19 +196,25 @@ class AsyncSessions:
     def create(
         self,
         *,
-        rig_id: str,
+        rig_id: str | None = None,
         mode: ops.SessionMode | None = None,
         idle_timeout_seconds: int | None = None,
     ) -> PendingAsyncSession:
         """Start a session; await the result for a handle, or `async with` it.
 
-        `async with client.sessions.create(rig_id=…) as session:` always ends the
-        session on exit. `mode` defaults to `desktop` and `idle_timeout_seconds`
-        (60…3600) to 900 on the gateway.
+        `async with client.sessions.create() as session:` always ends the session on
+        exit. Without `rig_id`, the rig is chosen as `Rigway.sessions.create` chooses
+        it. `mode` defaults to `desktop` and `idle_timeout_seconds` (60…3600) to 900 on
+        the gateway.
         """
-        operation = ops.create_session(rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds)
 
         async def start() -> AsyncSessionHandle:
+            chosen = rig_id
+            if chosen is None:
+                chosen = ops.only_usable_rig(await self._client._request(ops.list_rigs()))
+            operation = ops.create_session(
+                chosen, mode=mode, idle_timeout_seconds=idle_timeout_seconds
+            )
             return AsyncSessionHandle(self._client, await self._client._request(operation))
 
         return PendingAsyncSession(start)

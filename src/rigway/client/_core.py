@@ -45,6 +45,7 @@ from .errors import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    RigBusyError,
     RigwayError,
     SessionEndedError,
     StaleFrameError,
@@ -313,6 +314,16 @@ def split_error(response: httpx2.Response) -> tuple[str, str | None]:
     return code, (detail if separator else None)
 
 
+def _body_text(response: httpx2.Response, name: str) -> str | None:
+    """A text field of an error body beside `error`, or None when absent or not text."""
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value != "" else None
+
+
 _STATUS_ERRORS: dict[int, type[APIStatusError]] = {
     400: BadRequestError,
     401: AuthenticationError,
@@ -395,6 +406,15 @@ def status_error(response: httpx2.Response, *, now: Callable[[], float]) -> APIS
     if status == 409 and code in _STOPPED_ERRORS:
         return _stopped_error(
             _STOPPED_ERRORS[code], message, code=code, detail=detail, response=response
+        )
+    if status == 409 and code == "rig_busy":
+        return RigBusyError(
+            message,
+            code=code,
+            response=response,
+            request_id=request_id,
+            detail=detail,
+            active_session_id=_body_text(response, "active_session_id"),
         )
     if status == 429:
         headers = response.headers

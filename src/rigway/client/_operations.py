@@ -15,7 +15,7 @@ import httpx2
 
 from . import _core
 from ._core import UNACTED_STATUSES, Operation, body, query
-from .errors import APIResponseValidationError
+from .errors import AmbiguousRigError, APIResponseValidationError, NoRigAvailableError
 from .models import (
     AgentRelease,
     ApiKey,
@@ -128,6 +128,19 @@ def create_session(
         json=body(rig_id=rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds),
         is_idempotent=False,
     )
+
+
+def only_usable_rig(rigs: list[Rig]) -> str:
+    """The id of the one rig a session could start on when the caller named none: online
+    with API access enabled. A busy one counts (starting on it then says which session
+    holds it). None usable raises `NoRigAvailableError`; several `AmbiguousRigError`.
+    """
+    usable = [rig for rig in rigs if rig.online and rig.api_access_enabled]
+    if not usable:
+        raise NoRigAvailableError(rigs)
+    if len(usable) > 1:
+        raise AmbiguousRigError(usable)
+    return usable[0].id
 
 
 def list_sessions() -> Operation[list[Session]]:

@@ -166,16 +166,21 @@ class Sessions:
     def create(
         self,
         *,
-        rig_id: str,
+        rig_id: str | None = None,
         mode: ops.SessionMode | None = None,
         idle_timeout_seconds: int | None = None,
     ) -> SessionHandle:
         """Start a session on an online, API-enabled rig and return its live handle.
 
         Use the handle as a context manager so the session always ends (billing stops):
-        `with client.sessions.create(rig_id=…) as session: …`. `mode` defaults to
-        `desktop` and `idle_timeout_seconds` (60…3600) to 900 on the gateway.
+        `with client.sessions.create() as session: …`. Without `rig_id`, the account's
+        one rig that is online with API access enabled (`NoRigAvailableError` when there
+        is none, `AmbiguousRigError` naming them when there are several). `mode`
+        defaults to `desktop` and `idle_timeout_seconds` (60…3600) to 900 on the
+        gateway. A rig already in use raises `RigBusyError` with its `active_session_id`.
         """
+        if rig_id is None:
+            rig_id = ops.only_usable_rig(self._client._request(ops.list_rigs()))
         session = self._client._request(
             ops.create_session(rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds)
         )

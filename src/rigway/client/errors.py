@@ -17,6 +17,7 @@ RigwayError                         base of everything this SDK raises
 │   ├── PermissionDeniedError       403 api_access_disabled / insufficient_scope   STOP
 │   ├── NotFoundError               404 rig_not_found, session_not_found, …
 │   ├── ConflictError               409 rig_offline, rig_busy, wake_unavailable, …
+│   │   ├── RigBusyError            409 rig_busy: the rig has a session (.active_session_id)
 │   │   └── InputStoppedError       409 an input batch stopped or was refused
 │   │       ├── TargetGoneError         target_gone: a target-bound event's control is gone
 │   │       ├── ExpectationFailedError  expectation_failed: `expect: "change"` saw none
@@ -33,6 +34,8 @@ RigwayError                         base of everything this SDK raises
 ├── APIResponseValidationError      a 2xx whose body does not have the documented shape
 ├── TargetNotFoundError             `click(target="…")` names a target the SDK has not seen
 ├── AmbiguousTargetError            `click(target="name")` matches several targets
+├── NoRigAvailableError             `sessions.create()` without a rig: no rig can take one
+├── AmbiguousRigError               `sessions.create()` without a rig: several could
 └── UnsupportedActionError          a computer-use action the Rigway input API cannot do
 ```
 
@@ -51,12 +54,14 @@ import httpx2
 if TYPE_CHECKING:
     from ._input_models import EventReceipt
     from ._screen_models import Target
+    from .models import Rig
 
 __all__ = [
     "APIConnectionError",
     "APIResponseValidationError",
     "APIStatusError",
     "APITimeoutError",
+    "AmbiguousRigError",
     "AmbiguousTargetError",
     "AuthenticationError",
     "BadRequestError",
@@ -68,9 +73,11 @@ __all__ = [
     "HostTimeoutError",
     "InputStoppedError",
     "InternalServerError",
+    "NoRigAvailableError",
     "NotFoundError",
     "PermissionDeniedError",
     "RateLimitError",
+    "RigBusyError",
     "RigwayError",
     "SessionEndedError",
     "StaleFrameError",
@@ -154,6 +161,36 @@ class NotFoundError(APIStatusError):
 class ConflictError(APIStatusError):
     """409: the rig is offline or busy, the webhook limit is reached, wake is unavailable,
     or an input batch stopped or was refused (`InputStoppedError` and its subclasses)."""
+
+
+class RigBusyError(ConflictError):
+    """409 rig_busy: the rig already has an active session, so no other can start.
+
+    Attributes:
+        active_session_id: the session holding the rig (None when it ended between the
+            refusal and the gateway's look-up: then simply try again). If it is yours,
+            `client.sessions.end(active_session_id)` ends it; the message says so.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        response: httpx2.Response,
+        request_id: str | None = None,
+        detail: str | None = None,
+        active_session_id: str | None = None,
+    ) -> None:
+        if active_session_id is not None:
+            message = (
+                f"{message} (to end it: client.sessions.end({active_session_id!r}), "
+                f"or `rigway sessions end {active_session_id}`)"
+            )
+        super().__init__(
+            message, code=code, response=response, request_id=request_id, detail=detail
+        )
+        self.active_session_id = active_session_id
 
 
 class InputStoppedError(ConflictError):
@@ -330,6 +367,43 @@ class AmbiguousTargetError(RigwayError, LookupError):
         )
         self.name = name
         self.candidates: list[Target] = list(candidates)
+
+
+def _rig_lines(rigs: Sequence[Rig]) -> str:
+    return ", ".join(f"{rig.id} ({rig.name!r})" for rig in rigs)
+
+
+class NoRigAvailableError(RigwayError, LookupError):
+    """`sessions.create()` was given no rig and none of the account's rigs is online
+    with API access enabled. `rigs` are all the account's rigs, as listed."""
+
+    def __init__(self, rigs: Sequence[Rig]) -> None:
+        if not rigs:
+            message = (
+                "no rig to start a session on: the account has no rigs "
+                "(pair one with `rigway agent pair`, or run `rigway up` for a local one)"
+            )
+        else:
+            message = (
+                "no rig to start a session on: none is online with API access enabled "
+                f"(the account's rigs: {_rig_lines(rigs)}); start its host agent, or "
+                "enable API access in the console, then pass rig_id="
+            )
+        super().__init__(message, code="no_rig_available")
+        self.rigs: list[Rig] = list(rigs)
+
+
+class AmbiguousRigError(RigwayError, LookupError):
+    """`sessions.create()` was given no rig and several are online with API access
+    enabled. `candidates` are those rigs; pass one's id as `rig_id=`."""
+
+    def __init__(self, candidates: Sequence[Rig]) -> None:
+        super().__init__(
+            f"{len(candidates)} rigs are online with API access enabled, pass rig_id= to "
+            f"choose one: {_rig_lines(candidates)}",
+            code="ambiguous_rig",
+        )
+        self.candidates: list[Rig] = list(candidates)
 
 
 class UnsupportedActionError(RigwayError, ValueError):

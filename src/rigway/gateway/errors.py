@@ -13,6 +13,7 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (docs/api.md, Err
     │   │                             / key_limit_reached (50 active API keys already)
     │   │                             / desktop_unavailable: <state> (input refused, nothing ran)
     │   │                             / frame_expired (a frame id unknown or forgotten)
+    │   ├── RigBusy               409 rig_busy (+ active_session_id)
     │   └── InputConflict         409 target_gone / expectation_failed / desktop_unavailable
     │                                 (+ events, stopped_at) / stale_frame (+ rects)
     ├── SessionEnded              410 session_ended
@@ -89,6 +90,25 @@ class InputConflict(Conflict):
 
     def body(self) -> dict[str, Any]:
         return super().body() | self.extra
+
+
+class RigBusy(Conflict):
+    """409 `rig_busy`: the body names the rig's active session (`active_session_id`,
+    null when it ended between the refusal and the look-up) so the caller can end it."""
+
+    def __init__(self, active_session_id: str | None) -> None:
+        if active_session_id is None:
+            detail = "the rig already has an active session; start again once it has ended"
+        else:
+            detail = (
+                f"the rig already has an active session, {active_session_id}; "
+                f"end it with DELETE /v1/sessions/{active_session_id}, or wait for it to end"
+            )
+        super().__init__(detail, code="rig_busy")
+        self.active_session_id = active_session_id
+
+    def body(self) -> dict[str, Any]:
+        return super().body() | {"active_session_id": self.active_session_id}
 
 
 class SessionEnded(ApiError):

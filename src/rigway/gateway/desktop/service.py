@@ -250,7 +250,9 @@ class DesktopService:
     async def dirty(self, live: LiveSession) -> DirtyOut:
         """On its own a dirty read gets the deadline of "other" operations (10 s by
         default, docs/api.md); observe's leg gets its screenshot deadline."""
-        taken = await self._take_dirty(live, self._settings.host_timeout_s)
+        taken = _since_session_start(
+            live, await self._take_dirty(live, self._settings.host_timeout_s)
+        )
         return DirtyOut.model_validate(taken.model_dump(exclude={"desktop_state"}))
 
     async def _take_dirty(self, live: LiveSession, timeout_s: float) -> ops.DirtyRects:
@@ -382,6 +384,8 @@ class DesktopService:
         if isinstance(dirty_leg, BaseException):
             raise dirty_leg
         dirty, dirty_s = dirty_leg
+        # Only now, with every leg through: a failed observe handed its take back above.
+        dirty = _since_session_start(live, dirty)
         snapshot, targets_s = (None, 0.0) if isinstance(targets_leg, BaseException) else targets_leg
         if not image:
             self._sessions.record_activity(live)
@@ -409,6 +413,18 @@ class DesktopService:
         body = {"session_id": live.id, "rects": [list(rect) for rect in dirty.rects]}
         with contextlib.suppress(HostTimeoutError, HostUnavailableError, HostOpError):
             await connection.request(ops.SCREEN_DIRTY_RETURN, body, _DIRTY_RETURN_TIMEOUT_S)
+
+
+def _since_session_start(live: LiveSession, taken: ops.DirtyRects) -> ops.DirtyRects:
+    """The take as this session's caller must see it: the first one of a session is the
+    whole desktop (its caller has seen nothing yet, whatever the rig's damage says: the
+    host's rectangles are since its last take, which may be another session's)."""
+    if live.has_taken_dirty:
+        return taken
+    live.has_taken_dirty = True
+    if not taken.available or taken.width <= 0 or taken.height <= 0:
+        return taken  # no damage tracking: `changed` is already true, rects mean nothing
+    return taken.model_copy(update={"rects": [(0, 0, taken.width, taken.height)]})
 
 
 async def _none() -> None:

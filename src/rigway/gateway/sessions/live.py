@@ -32,6 +32,10 @@ class LiveSession:
     # Input batches running on the host now: a batch with long delays can outlast the
     # idle timeout, and the session is not idle while it runs.
     batches_running: int = 0
+    # Whether a dirty take (`/dirty` or observe) has reached this session's caller. The
+    # host's damage is the rig's, not the session's: until then the caller has seen
+    # nothing of the screen, so the first take reports the whole desktop as changed.
+    has_taken_dirty: bool = False
 
     @classmethod
     def from_row(cls, row: Session) -> LiveSession:

@@ -29,6 +29,11 @@ async def all_active(db: DbSession) -> list[Session]:
     return list(await db.scalars(select(Session).where(Session.status == "active")))
 
 
+async def active_on_rig(db: DbSession, rig_id: str) -> Session | None:
+    query = select(Session).where(Session.rig_id == rig_id, Session.status == "active")
+    return await db.scalar(query.limit(1))
+
+
 async def count_active(db: DbSession, account_id: str) -> int:
     query = select(func.count()).where(Session.account_id == account_id, Session.status == "active")
     return int(await db.scalar(query) or 0)

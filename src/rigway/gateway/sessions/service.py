@@ -27,6 +27,7 @@ from rigway.gateway.errors import (
     HostError,
     HostTimeout,
     RateLimited,
+    RigBusy,
     SessionEnded,
     rig_not_found,
     session_not_found,
@@ -216,8 +217,15 @@ class SessionService:
                 )
                 db.add(row)
         except IntegrityError as exc:
-            raise Conflict("the rig already has an active session", code="rig_busy") from exc
+            raise RigBusy(await self._active_session_on(request.rig_id)) from exc
         return row
+
+    async def _active_session_on(self, rig_id: str) -> str | None:
+        """The id of the rig's active session, read after the refused insert rolled back
+        (None when that session ended in between)."""
+        async with self._db_sessions() as db:
+            active = await repository.active_on_rig(db, rig_id)
+        return None if active is None else active.id
 
     async def _start_on_host(self, row: Session) -> ops.SessionStarted:
         connection = self._registry.get(row.rig_id)
