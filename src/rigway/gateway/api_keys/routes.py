@@ -12,9 +12,15 @@ from rigway.gateway.services import KeyServiceDep
 router = APIRouter(tags=["console: keys"])
 
 
-@router.get("/v1/keys", response_model=ApiKeyListOut, responses=error_responses(401))
+@router.get(
+    "/v1/keys",
+    response_model=ApiKeyListOut,
+    summary="List API keys",
+    responses=error_responses(401),
+)
 async def list_keys(keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyListOut:
-    """The account's active keys, prefix only."""
+    """The account's active keys (console token), prefix only: a key's secret is shown
+    once, when it is created."""
     return ApiKeyListOut(keys=await keys.list(caller.account_id))
 
 
@@ -22,6 +28,7 @@ async def list_keys(keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyListOut
     "/v1/keys",
     response_model=ApiKeyCreatedOut,
     status_code=201,
+    summary="Create an API key",
     responses=error_responses(401, 409),
 )
 async def create_key(
@@ -32,7 +39,12 @@ async def create_key(
     return await keys.create(caller.account_id, body)
 
 
-@router.delete("/v1/keys/{key_id}", response_model=ApiKeyOut, responses=error_responses(401, 404))
+@router.delete(
+    "/v1/keys/{key_id}",
+    response_model=ApiKeyOut,
+    summary="Revoke an API key",
+    responses=error_responses(401, 404),
+)
 async def revoke_key(key_id: str, keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyOut:
-    """Revokes a key: its next request gets 401."""
+    """Revokes a key (console token): its very next request gets 401."""
     return await keys.revoke(caller.account_id, key_id)
