@@ -17,6 +17,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rigway import event_loop
+from rigway.cli.agent_config import (
+    AgentConfig,
+    AgentStateDirOption,
+    agent_state_dir,
+    default_token_file,
+    read_agent_config,
+    resolve_run_target,
+    write_agent_config,
+)
 
 if TYPE_CHECKING:
     from rigway.agent.apps import AppTracker
@@ -65,20 +74,37 @@ def _write_token(path: Path, token: str) -> None:
 def pair_command(
     gateway: Annotated[str, typer.Option(help="Gateway base URL, e.g. https://rigway.example")],
     code: Annotated[str, typer.Option(help="One-time pairing code from the console.")],
-    token_file: Annotated[Path, typer.Option(help="Where to keep the rig token (mode 0600).")],
-    name: Annotated[str, typer.Option(help="The rig's name.")] = platform.node() or "rig",
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where to keep the rig token, mode 0600 (default: <state dir>/rig.token)."
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The rig's name (default: this machine's host name).")
+    ] = None,
+    state_dir: AgentStateDirOption = None,
 ) -> None:
-    """Trade a pairing code for this rig's token."""
+    """Trade a pairing code for this rig's token; `agent run` then needs no options."""
     from rigway.agent.pairing import PairingError, pair
 
+    agent_dir = agent_state_dir(state_dir)
+    token_path = default_token_file(agent_dir) if token_file is None else token_file
+    rig_name = name if name is not None else (platform.node() or "rig")
     try:
-        result = asyncio.run(pair(gateway, code, name=name, os=_os_name(), gpu=""))
+        result = asyncio.run(pair(gateway, code, name=rig_name, os=_os_name(), gpu=""))
     except PairingError as exc:
         typer.echo(f"pairing failed: {exc}", err=True)
         raise typer.Exit(code=1) from exc
-    _write_token(token_file, result.rig_token)
-    typer.echo(f"paired as {result.rig_id}; token saved to {token_file}")
-    _pin_release_keys(gateway, token_file)
+    _write_token(token_path, result.rig_token)
+    typer.echo(f"paired as {result.rig_id} ({rig_name}); token saved to {token_path}")
+    try:
+        remembered = write_agent_config(agent_dir, AgentConfig(gateway, token_path))
+    except OSError as exc:
+        typer.echo(f"not remembered for `agent run` (pass its options): {exc}", err=True)
+    else:
+        typer.echo(f"gateway and token file remembered in {remembered} for `rigway agent run`")
+    _pin_release_keys(gateway, token_path)
 
 
 def _pin_release_keys(gateway: str, token_file: Path) -> None:
@@ -101,12 +127,18 @@ def _pin_release_keys(gateway: str, token_file: Path) -> None:
 
 @agent_app.command("run")
 def run_command(
-    gateway: Annotated[str, typer.Option(help="Gateway base URL.")],
-    token_file: Annotated[Path, typer.Option(help="File holding the rig token.")],
+    gateway: Annotated[
+        str | None, typer.Option(help="Gateway base URL (default: as `agent pair` remembered).")
+    ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="File holding the rig token (default: as `agent pair` remembered)."),
+    ] = None,
     backend: Annotated[
         str | None,
         typer.Option(
-            help="Desktop backend: sim, x11 or windows (default: windows on Windows, else sim)."
+            help="Desktop backend: sim, x11 or windows (default: windows on Windows, else "
+            "x11 on the display in DISPLAY; sim only when asked)."
         ),
     ] = None,
     width: Annotated[int, typer.Option(help="sim only: desktop width.")] = 1920,
@@ -129,6 +161,7 @@ def run_command(
     health_file: Annotated[
         Path | None, typer.Option(help="Set by `rigway agent launch`: written once linked.")
     ] = None,
+    state_dir: AgentStateDirOption = None,
 ) -> None:
     """Connect to the gateway and serve sessions until stopped."""
     from rigway.agent.install_root import RESTART_EXIT_CODE
@@ -136,7 +169,10 @@ def run_command(
     from rigway.agent.update_service import SelfUpdate, self_update_settings
     from rigway.agent.updater import UpdateRefused
 
-    backend = _known_backend(default_backend() if backend is None else backend)
+    gateway, token_file = resolve_run_target(gateway, token_file, agent_state_dir(state_dir))
+    display = os.environ.get("DISPLAY")
+    is_default_backend = backend is None
+    backend = _known_backend(_backend_or_exit(display) if backend is None else backend)
     token = _read_token(token_file)
     try:
         updates = self_update_settings(
@@ -153,14 +189,11 @@ def run_command(
         raise typer.Exit(code=2) from exc
     try:
         desktop = open_desktop(
-            backend,
-            display=os.environ.get("DISPLAY"),
-            width=width,
-            height=height,
-            timeout_s=DESKTOP_OPEN_TIMEOUT_S,
+            backend, display=display, width=width, height=height, timeout_s=DESKTOP_OPEN_TIMEOUT_S
         )
     except (ValueError, OSError, RuntimeError) as exc:
-        typer.echo(f"cannot open the {backend} desktop: {exc}", err=True)
+        hint = "; --backend sim runs a simulated desktop" if is_default_backend else ""
+        typer.echo(f"cannot open the {backend} desktop: {exc}{hint}", err=True)
         raise typer.Exit(code=2) from exc
     settings = AgentSettings(
         gateway_url=gateway,
@@ -179,10 +212,25 @@ def run_command(
         raise typer.Exit(code=RESTART_EXIT_CODE)
 
 
-def default_backend() -> str:
+def default_backend(platform: str, display: str | None) -> str | None:
     """The backend `agent run` uses unless told: the platform's own on Windows; elsewhere
-    the sim, since a display may be absent or not the one meant."""
-    return "windows" if sys.platform == "win32" else "sim"
+    x11 on the display in DISPLAY. None without one: the sim is never a silent stand-in
+    for a real desktop, it runs only when asked."""
+    if platform == "win32":
+        return "windows"
+    return "x11" if display else None
+
+
+def _backend_or_exit(display: str | None) -> str:
+    chosen = default_backend(sys.platform, display)
+    if chosen is None:
+        typer.echo(
+            "no desktop to serve: DISPLAY is not set. Run the agent in the desktop session "
+            "(or set DISPLAY), or pass --backend sim for a simulated desktop.",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+    return chosen
 
 
 def open_desktop(
@@ -337,13 +385,21 @@ def _stop_signals() -> tuple[int, ...]:
 @agent_app.command("kill")
 def kill_command(
     token_file: Annotated[
-        Path, typer.Option(help="The running agent's token file (finds its socket).")
-    ] = Path(".rigway/agents/rig-1.token"),
+        Path | None,
+        typer.Option(
+            help="The running agent's token file, which finds its socket (default: as "
+            "`agent pair` remembered, else .rigway/agents/rig-1.token of `rigway up`)."
+        ),
+    ] = None,
     control_socket: Annotated[Path | None, typer.Option(help="The agent's control socket.")] = None,
+    state_dir: AgentStateDirOption = None,
 ) -> None:
     """Owner kill from the rig: end this rig's active session (`owner_kill`)."""
     from rigway.agent.control import send_command
 
+    if token_file is None:
+        remembered = read_agent_config(agent_state_dir(state_dir)).token_file
+        token_file = remembered or Path(".rigway/agents/rig-1.token")
     socket_path = control_socket or default_control_socket(token_file)
     try:
         answer = asyncio.run(send_command(socket_path, "owner_kill"))
@@ -386,10 +442,16 @@ def default_install_backend() -> str:
 
 @agent_app.command("install")
 def install_command(
-    gateway: Annotated[str, typer.Option(help="Gateway base URL, as paired.")],
+    gateway: Annotated[
+        str | None, typer.Option(help="Gateway base URL (default: as `agent pair` remembered).")
+    ] = None,
     token_file: Annotated[
-        Path, typer.Option(help="File holding the rig token (only its path is registered).")
-    ],
+        Path | None,
+        typer.Option(
+            help="File holding the rig token; only its path is registered (default: as "
+            "`agent pair` remembered)."
+        ),
+    ] = None,
     backend: Annotated[
         str | None,
         typer.Option(help="Desktop backend (default: windows on Windows, else x11)."),
@@ -401,6 +463,7 @@ def install_command(
             "Windows, ~/.local/share/rigway/agent elsewhere)."
         ),
     ] = None,
+    state_dir: AgentStateDirOption = None,
 ) -> None:
     """Start the agent in this user's session now and at each log-on (systemd user unit
     on Linux, Task Scheduler at-logon task on Windows), through `agent launch`, so it
@@ -408,6 +471,7 @@ def install_command(
     from rigway.agent.install import InstallError, launch_for
     from rigway.agent.runner import connect_url
 
+    gateway, token_file = resolve_run_target(gateway, token_file, agent_state_dir(state_dir))
     backend = _known_backend(default_install_backend() if backend is None else backend)
     token = _read_token(token_file)
     root = _install_root(install_root)

@@ -65,9 +65,8 @@ def test_opening_off_windows_raises_the_reason() -> None:
         open_windows_desktop()
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="the default is windows there")
-def test_default_backend_off_windows_stays_sim() -> None:
-    assert default_backend() == "sim"
+def test_default_backend_off_windows_is_x11_on_a_display() -> None:
+    assert default_backend("linux", ":0") == "x11"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="checks the refusal on other platforms")
