@@ -17,13 +17,36 @@ from rigway.gateway.services import Services, services_of
 router = APIRouter(tags=["health and metrics"])
 
 
-@router.get("/healthz")
+_OK = {"application/json": {"example": {"ok": True}}}
+
+
+@router.get(
+    "/healthz",
+    summary="Liveness",
+    responses={200: {"description": "The process serves requests", "content": _OK}},
+)
 async def healthz() -> dict[str, bool]:
+    """Answers as long as the gateway's process serves requests."""
     return {"ok": True}
 
 
-@router.get("/readyz")
+@router.get(
+    "/readyz",
+    summary="Readiness",
+    responses={
+        200: {"description": "The store answers", "content": _OK},
+        503: {
+            "description": "The store is unreachable",
+            "content": {
+                "application/json": {
+                    "example": {"ok": False, "error": "store_unavailable: connection refused"}
+                }
+            },
+        },
+    },
+)
 async def readyz(request: Request) -> JSONResponse:
+    """200 when the store answers a query; 503 when it is unreachable."""
     try:
         async with services_of(request).db() as db:
             await db.execute(text("SELECT 1"))
@@ -51,8 +74,26 @@ class _LiveGauges:
         )
 
 
-@router.get("/metrics", response_class=Response)
+_METRICS_EXAMPLE = """\
+# HELP rigway_active_sessions Active sessions served by this gateway.
+# TYPE rigway_active_sessions gauge
+rigway_active_sessions 1.0
+"""
+
+
+@router.get(
+    "/metrics",
+    response_class=Response,
+    summary="Prometheus metrics",
+    responses={
+        200: {
+            "description": "Prometheus text format 0.0.4",
+            "content": {"text/plain": {"schema": {"type": "string"}, "example": _METRICS_EXAMPLE}},
+        }
+    },
+)
 async def metrics(request: Request) -> Response:
+    """Active sessions and connected hosts of this gateway, in Prometheus text."""
     # A registry per scrape rather than the library's global one: each app (and each
     # test's app) reports its own services.
     registry = CollectorRegistry(auto_describe=False)

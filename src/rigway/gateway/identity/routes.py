@@ -17,20 +17,56 @@ router = APIRouter(tags=["console: sign-in"])
 
 
 class SignInIn(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [{"email": "owner@example.com", "password": "correct horse battery"}]
+        },
+    )
 
-    email: StoredText = Field(min_length=3, max_length=320)
-    password: StoredText = Field(min_length=1, max_length=1024)
+    email: StoredText = Field(min_length=3, max_length=320, description="The user's email.")
+    password: StoredText = Field(min_length=1, max_length=1024, description="Their password.")
 
 
 class SignInOut(BaseModel):
-    access_token: str
-    token_type: str = "Bearer"  # noqa: S105 (the OAuth token type name)
-    expires_in: int
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "access_token": "eyJhbGciOiJFZERTQSJ9…",
+                    "token_type": "Bearer",
+                    "expires_in": 3600,
+                }
+            ]
+        }
+    )
+    access_token: str = Field(
+        description="The console token (a JWT): send it as `Authorization: Bearer <token>`."
+    )
+    token_type: str = Field(default="Bearer", description="Always `Bearer`.")
+    expires_in: int = Field(description="Seconds until the token expires.")
 
 
-@router.get("/.well-known/jwks.json", responses=error_responses(404))
+_JWKS_EXAMPLE = {
+    "keys": [{"kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS…", "kid": "…", "use": "sig"}]
+}
+
+
+@router.get(
+    "/.well-known/jwks.json",
+    summary="The console tokens' signing keys (JWKS)",
+    responses={
+        200: {
+            "description": "A JSON Web Key Set",
+            "content": {"application/json": {"example": _JWKS_EXAMPLE}},
+        },
+        **error_responses(404),
+    },
+)
 async def jwks(request: Request) -> dict[str, Any]:
+    """The public keys console tokens are signed with, for services that verify them;
+    404 when the gateway uses an external identity provider."""
     identity = services_of(request).identity
     if identity is None:
         raise NotFound("this gateway uses an external identity provider")
@@ -38,10 +74,15 @@ async def jwks(request: Request) -> dict[str, Any]:
 
 
 @router.post(
-    "/v1/console/sign-in", response_model=SignInOut, responses=error_responses(401, 404, 429, 503)
+    "/v1/console/sign-in",
+    response_model=SignInOut,
+    summary="Sign in for a console token",
+    responses=error_responses(401, 404, 429, 503),
 )
 async def sign_in(request: Request, body: SignInIn) -> SignInOut:
-    """Trades a local user's email and password for a console token."""
+    """Trades a local user's email and password for a console token (embedded identity
+    provider only; 404 otherwise). Attempts are limited per email and per client
+    address, then 429 `rate_limited`; 503 when those limits cannot be checked."""
     services = services_of(request)
     if services.identity is None:
         raise NotFound("this gateway uses an external identity provider")

@@ -60,11 +60,15 @@ def public_base(request: Request, settings: GatewaySettings) -> str:
 @router.get(
     "/v1/sessions/{session_id}/stream",
     response_model=StreamCredentialsOut,
+    summary="Get live view credentials",
     responses=error_responses(401, 403, 404, 410, 429),
 )
 async def stream_credentials(
     request: Request, session_id: str, caller: ApiCaller
 ) -> StreamCredentialsOut:
+    """A one-time viewer token for the session's live WebRTC view (scope `stream`), and
+    the URLs that use it: `viewer_url` opens the gateway's viewer page, `connect_url`
+    is the signaling WebSocket (docs/stream.md)."""
     caller.require("stream")
     services = services_of(request)
     live = await services.sessions.require_live(caller.account_id, session_id)

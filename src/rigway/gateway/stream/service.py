@@ -15,7 +15,7 @@ from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from rigway.gateway.clock import Clock
 from rigway.gateway.hostlink.registry import HostRegistry
@@ -64,15 +64,38 @@ class Refused(Exception):
 
 
 class StreamCredentialsOut(BaseModel):
-    signaling_url: str
-    viewer_token: str
-    rig_id: str
-    session_id: str
-    connect_url: str
-    # The gateway's own viewer page for this token (open it in a browser).
-    viewer_url: str
-    expires_at: datetime
-    ice_servers: list[ops.IceServer]
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "signaling_url": "wss://rigway.example.com/v1/stream/signal",
+                    "viewer_token": "eyJhbGciOiJFZERTQSJ9…",
+                    "rig_id": "rig_5d2c9e71a0b4c3d2e1f00a9b",
+                    "session_id": "ses_0f3c6a2b9d1e4f5a6b7c8d9e",
+                    "connect_url": "wss://rigway.example.com/v1/stream/signal?token=eyJ…",
+                    "viewer_url": "https://rigway.example.com/v1/stream/view?token=eyJ…",
+                    "expires_at": "2026-11-25T22:00:00Z",
+                    "ice_servers": [],
+                }
+            ]
+        }
+    )
+    signaling_url: str = Field(
+        description="The signaling WebSocket, `ws(s)://<host>/v1/stream/signal`."
+    )
+    viewer_token: str = Field(description="A viewer token (JWT), valid 1 hour.")
+    rig_id: str = Field(description="The rig streamed.")
+    session_id: str = Field(description="The session it belongs to.")
+    connect_url: str = Field(
+        description="`signaling_url?token=<viewer_token>`: good for one connection."
+    )
+    viewer_url: str = Field(
+        description="The gateway's own viewer page for this token: open it in a browser."
+    )
+    expires_at: datetime = Field(description="When the token expires.")
+    ice_servers: list[ops.IceServer] = Field(
+        description="STUN/TURN servers to use (empty by default: nothing external is contacted)."
+    )
 
 
 class ViewerHandle(Protocol):
