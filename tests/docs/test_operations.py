@@ -1,0 +1,118 @@
+"""docs/operations.md's commands do what the page says: the serving script serves with
+the settings from the environment and stops on SIGTERM without an error, and the SQLite
+backup command copies a live store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.docs.test_code_blocks import REPOSITORY, DocBlock, doc_blocks
+from tests.e2e.harness import running_stack
+
+OPERATIONS = REPOSITORY / "docs" / "operations.md"
+PUBLIC_BASE_URL = "https://rigway.example"
+STARTUP_TIMEOUT_S = 60.0
+
+
+def block_containing(fragment: str) -> DocBlock:
+    return next(block for block in doc_blocks(OPERATIONS) if fragment in block.text)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def wait_ready(client: httpx2.AsyncClient, process: asyncio.subprocess.Process) -> None:
+    # Another process's readiness: /readyz is the signal it gives, so it is polled.
+    async with asyncio.timeout(STARTUP_TIMEOUT_S):
+        while True:
+            if process.returncode is not None:
+                raise AssertionError(f"the gateway exited with {process.returncode}")
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            except httpx2.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and POSIX paths")
+async def test_serving_script_uses_the_environment_and_stops_on_sigterm(
+    tmp_path: Path, database_url: str
+) -> None:
+    script = block_containing("serve_gateway.py")
+    port = free_port()
+    (tmp_path / "serve_gateway.py").write_text(script.text.replace("8080", str(port)))
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RIGWAY_")}
+    env |= {
+        "RIGWAY_STATE_DIR": str(tmp_path / "state"),
+        "RIGWAY_DATABASE_URL": database_url,
+        "RIGWAY_PUBLIC_BASE_URL": PUBLIC_BASE_URL,
+        "RIGWAY_TRUSTED_PROXIES": "127.0.0.1",
+    }
+    process = await asyncio.create_subprocess_exec(
+        str(REPOSITORY / ".venv" / "bin" / "python"),
+        "serve_gateway.py",
+        cwd=tmp_path,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with httpx2.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=60.0
+        ) as client:
+            await wait_ready(client, process)
+            latest = await client.get("/v1/agent/latest")
+            metrics = await client.get("/metrics")
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(STARTUP_TIMEOUT_S):
+            _, stderr = await process.communicate()
+
+    assert latest.status_code == 200, latest.text
+    assert latest.json()["download_url"].startswith(f"{PUBLIC_BASE_URL}/v1/agent/releases/")
+    assert "rigway_active_sessions 0.0" in metrics.text
+    # uvicorn shuts down, then raises the signal it caught again: the exit is the signal's.
+    assert process.returncode == -signal.SIGTERM, stderr.decode()
+    assert "Traceback" not in stderr.decode()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the sqlite3 command and POSIX paths")
+async def test_sqlite_backup_command_copies_a_live_store(tmp_path: Path) -> None:
+    command = block_containing(".backup").text
+    store = tmp_path / "state" / "rigway.db"
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    command = command.replace("/var/lib/rigway/rigway.db", str(store))
+    command = command.replace("/backups/", f"{backups}/")
+    database_url = f"sqlite+aiosqlite:///{store}"
+
+    async with running_stack(tmp_path / "state", database_url, reaper_interval_s=3600) as stack:
+        session_id = await stack.start_session()
+        process = await asyncio.create_subprocess_exec(
+            "bash", "-e", "-o", "pipefail", "-c", command, stderr=asyncio.subprocess.PIPE
+        )
+        async with asyncio.timeout(STARTUP_TIMEOUT_S):
+            _, stderr = await process.communicate()
+        await stack.client.delete(f"/v1/sessions/{session_id}")
+
+    assert process.returncode == 0, stderr.decode()
+    [backup] = backups.iterdir()
+    with contextlib.closing(sqlite3.connect(backup)) as copy:
+        assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        rows = copy.execute("SELECT status FROM sessions WHERE id = ?", (session_id,)).fetchall()
+    assert rows == [("active",)]
