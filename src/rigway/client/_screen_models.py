@@ -6,7 +6,9 @@ Re-exported by `rigway.client.models`; see there for the conventions.
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import Field, PrivateAttr
@@ -65,6 +67,13 @@ class Screenshot(ApiModel):
     def base64(self) -> str:
         """The JPEG as base64 text, as LLM image inputs take it."""
         return base64.b64encode(self.jpeg).decode("ascii")
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the JPEG to `path` (replacing a file there) and return the path, so
+        `session.screenshot().save("shot.jpg")` is the whole of keeping one."""
+        target = Path(path)
+        target.write_bytes(self.jpeg)
+        return target
 
 
 class Target(ApiModel):

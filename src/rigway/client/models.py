@@ -143,12 +143,19 @@ class PairingCode(ApiModel):
 
 
 class AgentRelease(ApiModel):
-    """The latest signed host agent release (`GET /v1/agent/latest`)."""
+    """The latest signed host agent release (`GET /v1/agent/latest`).
+
+    `manifest` is the signed manifest whole, `signature` Ed25519 over its canonical JSON
+    (sorted keys, no spaces); the fields above repeat the manifest's. Both None
+    from a gateway that does not send them.
+    """
 
     version: str
     download_url: str
     sha256_url: str
     sha256: str | None = None
+    manifest: dict[str, Any] | None = None
+    signature: str | None = None
 
 
 # ----------------------------------------------------------------------- sessions
@@ -198,7 +205,8 @@ class StreamCredentials(ApiModel):
     """WebRTC signaling credentials of a session (`GET /v1/sessions/{id}/stream`).
 
     `connect_url` is `signaling_url?token=<viewer_token>` and is good for one connection;
-    `viewer_token` is a JWT valid for one hour.
+    `viewer_url` is a page of the gateway that plays the stream in a browser (the same
+    token, so the same single use); `viewer_token` is a JWT valid for one hour.
     """
 
     signaling_url: str
@@ -206,6 +214,7 @@ class StreamCredentials(ApiModel):
     rig_id: str
     session_id: str | None = None
     connect_url: str | None = None
+    viewer_url: str | None = None
     expires_at: datetime | None = None
     ice_servers: list[dict[str, Any]] = Field(default_factory=list)
 
