@@ -6,10 +6,11 @@
     GET  /console/keys                          keys by prefix
     POST /console/keys                          name, environment, scopes → the full key, once
     POST /console/keys/{id}/revoke
-    GET  /console/webhooks                      with the last delivery's status and error
+    GET  /console/webhooks                      with the newest deliveries' status and error
     POST /console/webhooks                      url, events → the whsec_ secret, once
     POST /console/webhooks/{id}/enabled         enabled=true|false
     POST /console/webhooks/{id}/delete
+    POST /console/webhooks/{id}/test            a `webhook.test` event, delivered now
 
 One-time secrets are rendered straight into the POST's answer and never stored, so the
 usual post/redirect/get does not apply to those two forms.
@@ -28,10 +29,19 @@ from rigway.gateway.console.live import session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
 from rigway.gateway.console.session import SignedInUser
 from rigway.gateway.console.wording import SCOPE_WORDS
+from rigway.gateway.errors import InvalidRequest
 from rigway.gateway.services import services_of
 from rigway.gateway.webhooks.schemas import ALL_EVENTS, CreateWebhookIn, UpdateWebhookIn
 
 router = APIRouter(route_class=ConsoleRoute)
+
+DELIVERIES_SHOWN = 20
+PRIVATE_TARGETS_SETTING = "RIGWAY_WEBHOOK_ALLOW_PRIVATE_TARGETS"
+PRIVATE_TARGETS_HINT = (
+    "For local development, a gateway started with "
+    f"{PRIVATE_TARGETS_SETTING}=true also delivers over plain http and to private and "
+    "loopback addresses (never in production)"
+)
 
 
 @router.get("/sessions")
@@ -82,8 +92,19 @@ async def revoke_key(request: Request, key_id: str, user: CheckedUser) -> Respon
 
 @router.get("/webhooks")
 async def webhooks_page(request: Request, user: SignedInUser) -> Response:
-    webhooks = await services_of(request).webhooks.list(user.account_id)
-    return render(request, "webhooks.html", user=user, webhooks=webhooks, all_events=ALL_EVENTS)
+    services = services_of(request)
+    webhooks = await services.webhooks.list(user.account_id)
+    deliveries = await services.webhooks.recent_deliveries(user.account_id, DELIVERIES_SHOWN)
+    return render(
+        request,
+        "webhooks.html",
+        user=user,
+        webhooks=webhooks,
+        deliveries=deliveries,
+        all_events=ALL_EVENTS,
+        allows_private_targets=services.settings.webhook_allow_private_targets,
+        private_targets_setting=PRIVATE_TARGETS_SETTING,
+    )
 
 
 @router.post("/webhooks")
@@ -95,8 +116,29 @@ async def create_webhook(
 ) -> Response:
     # Unticking every event is a mistake, not "all events": the schema refuses [].
     body = CreateWebhookIn.model_validate({"url": url.strip(), "events": events or []})
-    created = await services_of(request).webhooks.create(user.account_id, body)
+    services = services_of(request)
+    try:
+        created = await services.webhooks.create(user.account_id, body)
+    except InvalidRequest as refused:
+        if services.settings.webhook_allow_private_targets or not _is_private_refusal(refused):
+            raise
+        # The owner trying a receiver on their own machine: say how to allow it.
+        raise InvalidRequest(f"{refused.detail}. {PRIVATE_TARGETS_HINT}") from refused
     return render(request, "webhook_created.html", user=user, created=created, status=201)
+
+
+@router.post("/webhooks/{webhook_id}/test")
+async def send_test_event(request: Request, webhook_id: str, user: CheckedUser) -> Response:
+    services = services_of(request)
+    hook = await services.webhooks.owned(user.account_id, webhook_id)
+    result = await services.webhook_dispatcher.send_test_event(hook)
+    notice = "test_event_delivered" if result.is_success else "test_event_failed"
+    return redirect("/console/webhooks", notice=notice)
+
+
+def _is_private_refusal(refused: InvalidRequest) -> bool:
+    detail = refused.detail or ""
+    return "must use https" in detail or "resolves to" in detail
 
 
 @router.post("/webhooks/{webhook_id}/enabled")

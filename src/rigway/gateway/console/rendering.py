@@ -64,6 +64,8 @@ NOTICES: Mapping[str, str] = {
     "webhook_enabled": "The webhook is enabled.",
     "webhook_disabled": "The webhook is disabled.",
     "webhook_deleted": "The webhook is deleted.",
+    "test_event_delivered": "The test event was delivered: the receiver answered 2xx.",
+    "test_event_failed": "The test event did not get through: the deliveries below say why.",
     "signed_out": "You are signed out.",
 }
 

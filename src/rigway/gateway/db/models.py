@@ -158,6 +158,20 @@ class Webhook(Base):
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
+class WebhookDelivery(Base):
+    """One attempt to deliver an event to one webhook, kept for the owner to read: the
+    newest few per webhook (webhooks/repository.py prunes the rest as it records)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_webhook_id_at", "webhook_id", "delivered_at"),)
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(32))
+    delivered_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
 class WebhookOutbox(Base):
     """Events waiting for delivery: written in the same transaction as the state change
     that caused them, so a crash between the two loses nothing."""

@@ -3,6 +3,10 @@ sealed at rest."""
 
 from __future__ import annotations
 
+import builtins
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
@@ -46,6 +50,27 @@ def webhook_view(row: Webhook) -> WebhookOut:
 
 def _not_found() -> NotFound:
     return NotFound(code="webhook_not_found")
+
+
+async def _owned_row(db: DbSession, account_id: str, webhook_id: str) -> Webhook:
+    row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
+    if row is None or row.account_id != account_id:
+        raise _not_found()
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class RecentDelivery:
+    """One delivery attempt as the console lists it; `status` is None when no answer
+    came back, `error` None when the receiver took it (2xx)."""
+
+    delivery_id: str
+    webhook_id: str
+    webhook_url: str
+    event: str
+    delivered_at: datetime
+    status: int | None
+    error: str | None
 
 
 class WebhookService:
@@ -103,13 +128,33 @@ class WebhookService:
         async with self._db_sessions() as db:
             return [webhook_view(row) for row in await repository.list_for_account(db, account_id)]
 
+    async def owned(self, account_id: str, webhook_id: str) -> Webhook:
+        """The account's webhook (404 for another account's or none), e.g. to send a
+        test event to."""
+        async with self._db_sessions() as db:
+            return await _owned_row(db, account_id, webhook_id)
+
+    async def recent_deliveries(self, account_id: str, limit: int) -> builtins.list[RecentDelivery]:
+        async with self._db_sessions() as db:
+            rows = await repository.recent_deliveries_for_account(db, account_id, limit)
+        return [
+            RecentDelivery(
+                delivery_id=row.id,
+                webhook_id=row.webhook_id,
+                webhook_url=url,
+                event=row.event,
+                delivered_at=row.delivered_at,
+                status=row.status,
+                error=row.error,
+            )
+            for row, url in rows
+        ]
+
     async def update(
         self, account_id: str, webhook_id: str, request: UpdateWebhookIn
     ) -> WebhookOut:
         async with self._db_sessions.begin() as db:
-            row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
-            if row is None or row.account_id != account_id:
-                raise _not_found()
+            row = await _owned_row(db, account_id, webhook_id)
             if request.enabled is not None:
                 row.enabled = request.enabled
             if request.events is not None:
@@ -118,8 +163,6 @@ class WebhookService:
 
     async def delete(self, account_id: str, webhook_id: str) -> WebhookOut:
         async with self._db_sessions.begin() as db:
-            row = await db.get(Webhook, webhook_id) if is_well_formed(webhook_id) else None
-            if row is None or row.account_id != account_id:
-                raise _not_found()
+            row = await _owned_row(db, account_id, webhook_id)
             await repository.delete_webhook(db, webhook_id)
         return webhook_view(row)

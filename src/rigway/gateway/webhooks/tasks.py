@@ -4,7 +4,8 @@ Each outbox event is claimed with a conditional UPDATE (exactly once across gate
 nodes), then delivered to every enabled webhook of its account that subscribes to it,
 concurrently, each within the ~5 s deadline of `deliver`. Deliveries are best effort:
 no retries (docs/api.md, "Webhook deliveries"); the outcome lands in the webhook's
-last_* fields.
+last_* fields and in its newest deliveries (the console lists them). `send_test_event`
+delivers a `webhook.test` event to one webhook on the owner's demand.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ from rigway.gateway.clock import Clock
 from rigway.gateway.db.models import Webhook, WebhookOutbox
 from rigway.gateway.secret_box import SecretBox, SecretBoxError
 from rigway.gateway.webhooks import repository
-from rigway.gateway.webhooks.delivery import deliver
+from rigway.gateway.webhooks.delivery import DeliveryResult, deliver
 from rigway.gateway.webhooks.signing import delivery_headers, signature_header
 from rigway.gateway.webhooks.ssrf import Resolver
 
 logger = logging.getLogger(__name__)
 _BATCH = 50
+# The console shows the newest 20 of an account; keeping 20 per webhook always covers it.
+DELIVERIES_KEPT_PER_WEBHOOK = 20
+TEST_EVENT = "webhook.test"
+TEST_EVENT_MESSAGE = "A test event from the Rigway console: deliveries reach this receiver."
 
 
 class WebhookDispatcher:
@@ -52,7 +57,7 @@ class WebhookDispatcher:
         self._poll_interval_s = poll_interval_s
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
-        self._deliveries: set[asyncio.Task[None]] = set()
+        self._deliveries: set[asyncio.Task[DeliveryResult]] = set()
 
     def notify(self) -> None:
         """New events are in the outbox: drain now rather than at the next poll."""
@@ -107,7 +112,14 @@ class WebhookDispatcher:
             self._deliveries.add(task)
             task.add_done_callback(self._deliveries.discard)
 
-    async def _deliver(self, hook: Webhook, event: str, data: dict[str, Any]) -> None:
+    async def send_test_event(self, hook: Webhook) -> DeliveryResult:
+        """A `webhook.test` event to this one webhook now, whatever its events and
+        whether it is enabled (the owner checks a receiver before relying on it),
+        recorded among its deliveries like any other; at most the delivery's deadline."""
+        data: dict[str, Any] = {"webhook_id": hook.id, "message": TEST_EVENT_MESSAGE}
+        return await self._deliver(hook, TEST_EVENT, data)
+
+    async def _deliver(self, hook: Webhook, event: str, data: dict[str, Any]) -> DeliveryResult:
         delivery_id = f"dlv_{secrets.token_hex(12)}"
         now = self._clock.now()
         body = {
@@ -121,8 +133,9 @@ class WebhookDispatcher:
         try:
             secret = self._box.open(hook.secret_encrypted)
         except SecretBoxError as exc:
-            await self._record(hook.id, None, f"secret unusable: {exc}")
-            return
+            unusable = DeliveryResult(None, f"secret unusable: {exc}", now)
+            await self._record(hook.id, delivery_id, event, unusable)
+            return unusable
         headers = delivery_headers(
             event, delivery_id, timestamp, signature_header(secret, timestamp, raw)
         )
@@ -134,10 +147,20 @@ class WebhookDispatcher:
             allow_private=self._allow_private,
             ca_bundle=self._ca_bundle,
         )
-        await self._record(hook.id, result.status, result.error)
+        await self._record(hook.id, delivery_id, event, result)
+        return result
 
-    async def _record(self, webhook_id: str, status: int | None, error: str | None) -> None:
+    async def _record(
+        self, webhook_id: str, delivery_id: str, event: str, result: DeliveryResult
+    ) -> None:
         async with self._db_sessions.begin() as db:
             await repository.record_delivery(
-                db, webhook_id, now=self._clock.now(), status=status, error=error
+                db,
+                webhook_id,
+                delivery_id=delivery_id,
+                event=event,
+                now=self._clock.now(),
+                status=result.status,
+                error=result.error,
+                keep=DELIVERIES_KEPT_PER_WEBHOOK,
             )
