@@ -3,7 +3,9 @@
 # AT-SPI, real GTK applications), Debian's Chromium for browser tests, and the mingw-w64
 # cross compilers, whose Windows headers the Windows backend's ABI test compiles its
 # struct, constant, vtable (C) and interface id (C++: constexpr __uuidof) checks against,
-# and Node with npm for the MCP test that drives `rigway mcp` with the TypeScript SDK.
+# Node with npm for the MCP test that drives `rigway mcp` with the TypeScript SDK, and
+# curl, jq and sqlite3, which the README's and docs/operations.md's commands use
+# (tests/docs/ runs them as written).
 set -euo pipefail
 packages=(
   xvfb openbox dbus dbus-x11 at-spi2-core gtk-3-examples zenity xterm
@@ -11,6 +13,7 @@ packages=(
   chromium
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64
   nodejs
+  curl jq sqlite3
 )
 # Node runs the official TypeScript MCP client in tests/mcp/test_ts_client.py. A Node
 # from NodeSource bundles its own npm (Debian's npm package would conflict with it).
