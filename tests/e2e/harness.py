@@ -121,14 +121,19 @@ class Stack:
         agent.stop.set()
         with contextlib.suppress(Exception):
             await agent.task
+        # The registry announces a rig coming online, not one going away.
         await self.wait_until(lambda: not self.services.registry.is_online(rig_id))
         return agent
 
-    async def wait_online(self, rig_id: str) -> None:
-        await self.wait_until(lambda: self.services.registry.is_online(rig_id))
+    async def wait_online(self, rig_id: str, timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            await self.services.registry.wait_online(rig_id)
 
     @staticmethod
     async def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+        """Poll `condition` until it holds: for a state nothing announces (a fake's counter,
+        the sim's pointer). Await the event instead where there is one: a session's end
+        (`tests.support.session_ends`), a rig online (`wait_online`)."""
         async with asyncio.timeout(timeout_s):
             while not condition():
                 await asyncio.sleep(0.01)
@@ -164,6 +169,7 @@ async def running_stack(
     base_url = f"http://127.0.0.1:{port}"
     stack: Stack | None = None
     try:
+        # uvicorn tells that it listens only through this flag (no event, no callback).
         async with asyncio.timeout(20):
             while not server.started:
                 if serving.done():

@@ -161,6 +161,7 @@ async def _gateway(tmp_path: Path, database_url: str, **settings: Any) -> AsyncI
     server = uvicorn.Server(server_config(app, gateway_settings, "127.0.0.1", 0))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     try:
+        # uvicorn tells that it listens only through this flag (no event, no callback).
         async with asyncio.timeout(20):
             while not server.started:
                 await asyncio.sleep(0.01)
@@ -244,10 +245,11 @@ async def test_launcher_rolls_back_a_release_that_cannot_start(
         launcher = subprocess.Popen(command, env=_clean_environment())
         registry = gateway.services.registry
         try:
-            await Stack.wait_until(lambda: registry.is_online(rig_id), ONLINE_TIMEOUT_S)
+            async with asyncio.timeout(ONLINE_TIMEOUT_S):
+                await registry.wait_online(rig_id)
             first = registry.get(rig_id)
             # Online again on a new link: the update, the failed start and the rollback
-            # happened in between.
+            # happened in between (the registry announces no change of link: polled).
             await Stack.wait_until(
                 lambda: registry.is_online(rig_id) and registry.get(rig_id) is not first,
                 ONLINE_TIMEOUT_S,

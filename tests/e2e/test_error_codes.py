@@ -37,6 +37,7 @@ from rigway.protocol import (
 )
 from tests.e2e.harness import ROOMY_RATE_LIMITS, Stack, batch_ran, stack_on_own_database
 from tests.e2e.raw_host import host_link
+from tests.support.session_ends import wait_session_ended
 
 # Every test runs on the module's event loop: most share one stack (`stack`), the ones
 # that need their own settings or break the rig build one inside the test.
@@ -557,11 +558,9 @@ async def test_agent_restart_mid_session_410_matches_the_record(tmp_path: Path) 
         await stack.wait_online(agent.rig_id)
         response = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
         assert_error(response, 410, "session_ended")
-        status = "active"
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(5):
-                while (status := await _session_status(stack, session_id)) == "active":
-                    await asyncio.sleep(0.05)
+            await wait_session_ended(stack.services, session_id, timeout_s=5)
+        status = await _session_status(stack, session_id)
         assert status == "ended", f"answered 410 session_ended, yet the session is {status}"
         again = await stack.client.post("/v1/sessions", json={"rig_id": agent.rig_id})
         assert again.status_code == 201, again.text
@@ -848,7 +847,7 @@ async def test_a_reconnect_that_fails_its_handshake_leaves_the_host_gone_timer_r
             await ws.send(encode_text(hello.model_dump()))
             with contextlib.suppress(ConnectionClosed):
                 await ws.recv()  # no welcome: the gateway fails and closes
-        await stack.wait_until(lambda: stack.services.sessions.live.get(session_id) is None)
+        await wait_session_ended(stack.services, session_id)
         status = (await stack.client.get(f"/v1/sessions/{session_id}")).json()
         assert status["ended_reason"] == "host_gone"
 
