@@ -29,6 +29,7 @@ Exit codes (also in `rigway --help`):
 7  host or server error: 502 host_error, 504 host_timeout, other 5xx
 8  connection error: the gateway could not be reached or did not answer in time
 9  not met: `rigway wait` timed out before its condition held
+10 port in use: `rigway up` found another process listening on its port
 ```
 """
 
@@ -74,6 +75,7 @@ class ExitCode(IntEnum):
     SERVER = 7
     CONNECTION = 8
     NOT_MET = 9
+    PORT_IN_USE = 10  # `rigway up`: another process listens on the port
 
 
 # For the epilog of `rigway --help` (typer's rich help keeps these line breaks).
@@ -81,7 +83,7 @@ EXIT_CODES_HELP = """Exit codes:
 0 ok · 1 unexpected · 2 usage or 400 invalid_request · 3 auth: none, 401, 403
 4 not found: 404 or no such target · 5 conflict: 409, 410 session ended
 6 rate limited: 429 · 7 host/server error: 502, 504, 5xx · 8 connection error
-9 not met: `rigway wait` timed out"""
+9 not met: `rigway wait` timed out · 10 `rigway up`: the port is in use"""
 
 
 class CliError(Exception):

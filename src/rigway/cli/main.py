@@ -24,6 +24,7 @@ shape is in `_output`). Exit codes:
 7  host or server error: 502, 504, other 5xx
 8  connection error: gateway unreachable or no answer in time
 9  not met: `rigway wait` timed out
+10 port in use: `rigway up` found another process listening on its port
 ```
 """
 

@@ -4,27 +4,34 @@ A gateway on SQLite, one local owner with an API key, and N local rigs whose age
 pair through the same `/v1/agent/pair` endpoint and connect over the same WebSocket a
 remote agent uses. Credentials go to `<state dir>/local.json` (mode 0600), in a state
 directory private to its user (`state_dir.py`).
+
+Exit codes: 0 stopped by Ctrl+C or SIGTERM, 1 a failure at start (its reason printed),
+2 bad options or an X display the x11 desktop cannot use, 10 the port is in use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
+import logging
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 import uvicorn
 
 from rigway import event_loop
 from rigway.agent.pairing import pair
+from rigway.cli._output import ExitCode
 from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
 from rigway.cli.state_dir import make_state_dir_private
 from rigway.gateway.api_keys.schemas import CreateKeyIn
@@ -39,7 +46,10 @@ from rigway.gateway.settings import GatewaySettings, load_settings
 LOCAL_ACCOUNT_NAME = "local"
 LOCAL_OWNER_EMAIL = "owner@rigway.local"
 DESKTOPS = ("sim", "x11")
+LogLevel = Literal["debug", "info", "warning", "error"]
 _AGENT_ONLINE_TIMEOUT_S = 30.0
+# uvicorn's own default backlog, which it would have used binding the port itself.
+_LISTEN_BACKLOG = 2048
 
 
 @dataclass
@@ -181,13 +191,63 @@ async def ensure_owner(
     return None, None
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on `host`:`port` for the gateway; OSError when it cannot be
+    had (errno EADDRINUSE: another process listens there).
+
+    Bound here rather than by uvicorn, which reports a taken port as a raw log line and
+    exit 1: the port is ours from this check on, with no window between a probe and
+    the serve for another process to take it.
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    listener = socket.socket(family, kind, proto)
+    try:
+        if sys.platform != "win32":
+            # A restart may find the last run's connections in TIME_WAIT: no conflict.
+            # (On Windows the option would let two servers share the port.)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(_LISTEN_BACKLOG)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def _listen_or_exit(host: str, port: int) -> socket.socket:
+    """`listening_socket`, or one line and exit 10 (port in use), 2 (an address that is
+    not this machine's) or 1 (anything else, such as a port below 1024 without rights)."""
+    try:
+        return listening_socket(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            typer.echo(
+                f"rigway up: port {port} on {host} is in use by another process (another "
+                "`rigway up`?): stop it, or pass --port",
+                err=True,
+            )
+            raise typer.Exit(code=ExitCode.PORT_IN_USE) from exc
+        is_bad_host = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
+        reason = exc.strerror or str(exc)
+        typer.echo(f"rigway up: cannot listen on {host}:{port}: {reason}", err=True)
+        raise typer.Exit(code=2 if is_bad_host else 1) from exc
+
+
 async def run_local(
-    settings: GatewaySettings, host: str, port: int, rigs: int, desktop: str
+    settings: GatewaySettings,
+    host: str,
+    port: int,
+    listener: socket.socket,
+    rigs: int,
+    desktop: str,
+    log_level: LogLevel = "warning",
 ) -> None:
     app = create_app(settings)
     services: Services = app.state.services
-    server = uvicorn.Server(server_config(app, settings, host, port))
-    serving = asyncio.create_task(server.serve())
+    server = uvicorn.Server(server_config(app, settings, host, port, log_level=log_level))
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
     agents: list[subprocess.Popen[bytes]] = []
     try:
         while not server.started:
@@ -298,6 +358,10 @@ def up(
     desktop: Annotated[
         str, typer.Option(help="sim: an in-memory desktop; x11: the X display in DISPLAY.")
     ] = "sim",
+    log_level: Annotated[
+        LogLevel,
+        typer.Option(help="debug, info (adds a line per request), warning or error."),
+    ] = "warning",
 ) -> None:
     """Run the gateway with local rigs until interrupted."""
     if desktop not in DESKTOPS:
@@ -305,12 +369,16 @@ def up(
         raise typer.Exit(code=2)
     if desktop == "x11":
         _check_display(os.environ.get("DISPLAY"))
-    settings = load_settings(
-        os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"
-    )
-    try:
-        make_state_dir_private(settings.state_dir, settings.local_database_file())
-    except OSError as exc:
-        typer.echo(f"rigway up: cannot make {settings.state_dir} private: {exc}", err=True)
-        raise typer.Exit(code=1) from exc
-    event_loop.run(run_local(settings, host, port, rigs, desktop))
+    # The gateway's own loggers, beside uvicorn's (which server_config sets).
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)-9s %(name)s: %(message)s")
+    listener = _listen_or_exit(host, port)
+    with listener:
+        settings = load_settings(
+            os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"
+        )
+        try:
+            make_state_dir_private(settings.state_dir, settings.local_database_file())
+        except OSError as exc:
+            typer.echo(f"rigway up: cannot make {settings.state_dir} private: {exc}", err=True)
+            raise typer.Exit(code=1) from exc
+        event_loop.run(run_local(settings, host, port, listener, rigs, desktop, log_level))

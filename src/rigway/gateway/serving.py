@@ -320,9 +320,13 @@ def server_config(
     host: str,
     port: int,
     limits: ConnectionLimits | None = None,
+    log_level: str = "warning",
 ) -> uvicorn.Config:
     """The gateway's uvicorn settings, each connection behind `BoundedConnection`
-    (`limits`, else the settings' head and body timeouts with the default sizes)."""
+    (`limits`, else the settings' head and body timeouts with the default sizes).
+
+    `log_level` is uvicorn's (debug, info, warning, error): at info and below it logs
+    one access line per request."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -337,7 +341,7 @@ def server_config(
         # would otherwise believe any local peer, or read FORWARDED_ALLOW_IPS itself).
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=list(settings.trusted_proxies),
-        log_level="warning",
+        log_level=log_level,
         lifespan="on",
     )
     config.load()
