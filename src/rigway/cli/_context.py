@@ -11,7 +11,6 @@ session-scoped commands (`screenshot`, `observe`, `click`, …) work without `--
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from rigway.client import DEFAULT_BASE_URL, NotFoundError, Rigway, RigwayConsole, SessionEndedError
+from rigway.client._local_config import read_local_json as read_local_json_file
 
 from ._output import CliError, ExitCode
 
@@ -95,12 +95,9 @@ DEFAULT_STATE_DIR = Path(".rigway")
 
 
 def read_local_json(state_dir: Path) -> dict[str, Any]:
-    """`<state dir>/local.json` from `rigway up`, or {} when absent or unreadable."""
-    try:
-        data = json.loads((state_dir / LOCAL_JSON).read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """`<state dir>/local.json` from `rigway up`, or {} when absent or unreadable (read
+    as the SDK reads it when a client is built without credentials)."""
+    return read_local_json_file(state_dir / LOCAL_JSON)
 
 
 def _local_str(local: dict[str, Any], field: str) -> str | None:
