@@ -217,6 +217,18 @@ async def test_live_json_carries_what_the_pages_show(stack: Stack, owner: Consol
     assert f'data-live="session:{session_id}:billed_minutes"' in sessions_page
 
 
+async def test_live_json_says_how_a_watched_session_ended(
+    stack: Stack, owner: ConsolePages
+) -> None:
+    session_id = await stack.start_session()
+    await owner.post(f"/console/sessions/{session_id}/kill")
+    watched = {"session": [session_id, "ses_no_such_session"]}
+    values = (await owner.client.get("/console/live.json", params=watched)).json()
+    assert values[f"session:{session_id}:status"] == "ended by the owner"
+    assert values[f"rig:{stack.rig_ids[0]}:session"] == ""
+    assert not any("ses_no_such_session" in key for key in values)
+
+
 async def test_pages_may_fetch_their_live_values(owner: ConsolePages) -> None:
     page = await owner.client.get("/console/rigs")
     assert "connect-src 'self'" in page.headers["content-security-policy"]

@@ -9,6 +9,7 @@ GET /console/live.json[?session=id]   the live values of the account's rigs and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -23,11 +24,12 @@ from rigway.gateway.services import Services, services_of
 
 router = APIRouter(route_class=ConsoleRoute)
 
-LIVE_JSON_PATH = "/console/live.json"
+# A page shows at most the account's live sessions (a handful) or one session.
+MAX_WATCHED_SESSIONS = 100
 
 
 async def account_live_values(
-    services: Services, account_id: str, watched_session_id: str | None = None
+    services: Services, account_id: str, watched_session_ids: Sequence[str] = ()
 ) -> dict[str, str]:
     now = services.clock.now()
     values: dict[str, str] = {}
@@ -35,13 +37,14 @@ async def account_live_values(
         values.update(rig_values(rig, now))
     for session in await services.sessions.list_active(account_id, None):
         values.update(session_values(session))
-    if watched_session_id is not None:
+    for session_id in watched_session_ids:
+        if f"session:{session_id}:status" in values:
+            continue  # live, so already in
         try:
-            watched = await services.sessions.get(account_id, watched_session_id)
+            watched = await services.sessions.get(account_id, session_id)
         except NotFound:
-            pass  # another account's or no such session: it adds nothing
-        else:
-            values.update(session_values(watched))
+            continue  # another account's or no such session: it adds nothing
+        values.update(session_values(watched))
     return values
 
 
@@ -49,9 +52,9 @@ async def account_live_values(
 async def live_json(
     request: Request,
     user: SignedInUser,
-    session: Annotated[str | None, Query(max_length=64)] = None,
+    session: Annotated[list[str] | None, Query(max_length=MAX_WATCHED_SESSIONS)] = None,
 ) -> Response:
-    values = await account_live_values(services_of(request), user.account_id, session)
+    values = await account_live_values(services_of(request), user.account_id, session or ())
     return JSONResponse(values)
 
 
@@ -72,5 +75,4 @@ async def session_page(request: Request, session_id: str, user: SignedInUser) ->
         session=session,
         rig=rig,
         live=session_values(session),
-        live_url=f"{LIVE_JSON_PATH}?session={session.session_id}",
     )

@@ -1,7 +1,7 @@
 // The console works without this file; it adds confirm dialogs, copy buttons, and the
-// refresh of live values: every few seconds it fetches the page's live JSON (a
-// `data-live-url`, else /console/live.json) and writes each value into the element whose
-// `data-live` names its key; `data-live-src` images are fetched again.
+// refresh of live values: every few seconds it fetches /console/live.json (naming the
+// sessions the page shows) and writes each value into the element whose `data-live`
+// names its key; `data-live-src` images are fetched again.
 "use strict";
 
 const LIVE_REFRESH_MS = 4000;
@@ -25,8 +25,13 @@ document.addEventListener("click", (event) => {
 });
 
 function liveUrl() {
-  const holder = document.querySelector("[data-live-url]");
-  return holder ? holder.dataset.liveUrl : "/console/live.json";
+  // The sessions this page shows, so one that ends while watched still gets its words.
+  const sessions = new Set();
+  for (const element of document.querySelectorAll("[data-live^='session:']")) {
+    sessions.add(element.dataset.live.split(":")[1]);
+  }
+  const query = new URLSearchParams([...sessions].map((id) => ["session", id]));
+  return sessions.size ? `/console/live.json?${query}` : "/console/live.json";
 }
 
 async function refreshLiveValues() {
