@@ -215,6 +215,9 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         # the same pages with the scripts from the gateway (they render offline).
         docs_url=None,
         redoc_url=None,
+        # Operation ids are the route functions' names (`create_session`, `screenshot`),
+        # not FastAPI's name+path+method, so generated clients read well.
+        generate_unique_id_function=_operation_id,
     )
     app.state.services = services
     _install_error_handlers(app)
@@ -244,6 +247,10 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     )
     app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
 
 
 def _own_body_limits(
