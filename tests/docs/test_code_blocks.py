@@ -47,9 +47,6 @@ DOES_NOT_RUN_MARKER = re.compile(r"^<!--\s*does not run:\s*(?P<reason>\S.*?)\s*-
 FENCE = re.compile(r"^(?P<indent> *)```(?P<language>[\w+-]*)\s*$")
 ROOT_ADDRESS = "http://127.0.0.1:8080"
 BLOCK_TIMEOUT_S = 120.0
-# Pages whose authors are marking their blocks as the convention lands: an entry goes
-# once its page is marked (and then the marking test holds it to the rule).
-PAGES_BEING_MARKED = frozenset({"docs/cli.md"})
 
 
 @dataclass(frozen=True)
@@ -127,9 +124,7 @@ def test_every_runnable_language_block_is_marked() -> None:
     unmarked = [
         block.name
         for block in ALL_BLOCKS
-        if block.language in RUNNABLE_LANGUAGES
-        and block.marker is None
-        and str(block.page.relative_to(REPOSITORY)) not in PAGES_BEING_MARKED
+        if block.language in RUNNABLE_LANGUAGES and block.marker is None
     ]
     assert unmarked == [], "mark each with <!-- runs --> or <!-- does not run: why -->"
 
