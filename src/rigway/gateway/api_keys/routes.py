@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from rigway.gateway.api_keys.schemas import ApiKeyCreatedOut, ApiKeyListOut, ApiKeyOut, CreateKeyIn
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.path_parameters import KeyId
 from rigway.gateway.services import KeyServiceDep
 
 router = APIRouter(tags=["console: keys"])
@@ -45,6 +46,6 @@ async def create_key(
     summary="Revoke an API key",
     responses=error_responses(401, 404),
 )
-async def revoke_key(key_id: str, keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyOut:
+async def revoke_key(key_id: KeyId, keys: KeyServiceDep, caller: ConsoleCaller) -> ApiKeyOut:
     """Revokes a key (console token): its very next request gets 401."""
     return await keys.revoke(caller.account_id, key_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BeforeValidator
 
@@ -33,6 +33,7 @@ from rigway.gateway.desktop.schemas import (
 )
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
 from rigway.gateway.errors_openapi import error_responses, input_error_responses
+from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
 from rigway.gateway.sessions.live import LiveSession
 
@@ -81,9 +82,6 @@ _CACHED = ';desc="cached"'
 def _bounded(name: str) -> Any:
     bounds = SCREEN_QUERY_BOUNDS[name]
     return Query(ge=bounds.low, le=bounds.high, description=SCREEN_QUERY_DESCRIPTIONS[name])
-
-
-SessionId = Annotated[str, Path(description="An active session's id, from `POST /v1/sessions`.")]
 
 
 async def screen_params(

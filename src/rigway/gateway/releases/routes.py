@@ -13,6 +13,7 @@ from pydantic.config import JsonDict
 
 from rigway.gateway.errors import NotFound
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.path_parameters import FileName
 from rigway.gateway.releases.builtin import DOWNLOAD_PATH
 from rigway.gateway.releases.service import release_service_of
 from rigway.gateway.services import services_of
@@ -98,7 +99,7 @@ async def latest_release(request: Request) -> AgentReleaseOut:
         **error_responses(404),
     },
 )
-async def release_file(request: Request, file_name: str) -> Response:
+async def release_file(request: Request, file_name: FileName) -> Response:
     """A release file the gateway serves itself: the wheel the offered manifest names,
     or its `.sha256`. The signed manifest, not this answer, vouches for the bytes."""
     releases = release_service_of(services_of(request))

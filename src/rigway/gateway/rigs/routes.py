@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request, Response
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.path_parameters import RigId
 from rigway.gateway.rigs.schemas import (
     PairIn,
     PairingCodeOut,
@@ -39,7 +40,7 @@ async def list_rigs(request: Request, caller: ApiCaller) -> RigListOut:
     summary="Read a rig",
     responses=error_responses(401, 403, 404, 429),
 )
-async def get_rig(request: Request, rig_id: str, caller: ApiCaller) -> RigOut:
+async def get_rig(request: Request, rig_id: RigId, caller: ApiCaller) -> RigOut:
     """One rig of the account (scope `rigs:read`); another account's is 404."""
     caller.require("rigs:read")
     rigs = services_of(request).rigs
@@ -68,7 +69,9 @@ async def get_rig(request: Request, rig_id: str, caller: ApiCaller) -> RigOut:
         **error_responses(401, 403, 404, 409, 429),
     },
 )
-async def wake_rig(request: Request, rig_id: str, caller: ApiCaller, response: Response) -> WakeOut:
+async def wake_rig(
+    request: Request, rig_id: RigId, caller: ApiCaller, response: Response
+) -> WakeOut:
     """Sends a Wake-on-LAN magic packet (scope `rigs:wake`) through an online rig of the
     account last seen on the same LAN (`via` its id), else from the gateway (`via`
     `gateway`): 202. An online rig answers 200 with `already_online`; a rig with no MAC
@@ -90,7 +93,7 @@ console_router = APIRouter(tags=["console: rigs"])
     responses=error_responses(401, 404),
 )
 async def update_rig(
-    request: Request, rig_id: str, body: UpdateRigIn, caller: ConsoleCaller
+    request: Request, rig_id: RigId, body: UpdateRigIn, caller: ConsoleCaller
 ) -> RigOut:
     """Renames the rig or switches its API access (console token); fields left out stay
     as they are."""
@@ -105,7 +108,7 @@ async def update_rig(
     summary="Unpair a rig",
     responses=error_responses(401, 404),
 )
-async def unpair_rig(request: Request, rig_id: str, caller: ConsoleCaller) -> RigOut:
+async def unpair_rig(request: Request, rig_id: RigId, caller: ConsoleCaller) -> RigOut:
     """Unpairs the rig (console token): its active session ends `unpaired`, its token
     stops working and its socket closes with 4401."""
     return await services_of(request).rig_owner.unpair(caller.account_id, rig_id)

@@ -8,6 +8,7 @@ from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
 from rigway.gateway.sessions.schemas import CreateSessionIn, SessionListOut, SessionOut
 
@@ -55,7 +56,9 @@ async def list_sessions(request: Request, caller: AnyCaller) -> SessionListOut:
     summary="End a session as the rig's owner",
     responses=error_responses(401, 404),
 )
-async def kill_session(request: Request, session_id: str, caller: ConsoleCaller) -> SessionOut:
+async def kill_session(
+    request: Request, session_id: SessionId, caller: ConsoleCaller
+) -> SessionOut:
     """The rig owner ends a session (console token): the final Session, `ended_reason`
     `owner_kill`."""
     sessions = services_of(request).sessions
@@ -68,7 +71,7 @@ async def kill_session(request: Request, session_id: str, caller: ConsoleCaller)
     summary="Read a session",
     responses=error_responses(401, 404, 429),
 )
-async def get_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+async def get_session(request: Request, session_id: SessionId, caller: ApiCaller) -> SessionOut:
     """The session in any status, active, ended or failed (scope `sessions`)."""
     caller.require("sessions")
     return await services_of(request).sessions.get(caller.account_id, session_id)
@@ -86,7 +89,7 @@ async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionO
     summary="End a session",
     responses=error_responses(401, 403, 404, 429),
 )
-async def delete_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+async def delete_session(request: Request, session_id: SessionId, caller: ApiCaller) -> SessionOut:
     """Ends the session (reason `client`) and answers with the final Session, after the
     host's safety restore: held keys and buttons released, launched apps killed, their
     windows closed (bounded by 10 s). Idempotent: an ended session is returned
@@ -100,7 +103,7 @@ async def delete_session(request: Request, session_id: str, caller: ApiCaller) -
     summary="End a session (POST form)",
     responses=error_responses(401, 403, 404, 429),
 )
-async def end_session(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+async def end_session(request: Request, session_id: SessionId, caller: ApiCaller) -> SessionOut:
     """The same operation as `DELETE /v1/sessions/{session_id}`, for clients that cannot
     send DELETE."""
     return await _end(request, session_id, caller)

@@ -21,6 +21,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.console.session import SignInRequired, require_signed_in
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
 from rigway.gateway.settings import GatewaySettings
 from rigway.gateway.static_files import StaticFiles
@@ -64,7 +65,7 @@ def public_base(request: Request, settings: GatewaySettings) -> str:
     responses=error_responses(401, 403, 404, 410, 429),
 )
 async def stream_credentials(
-    request: Request, session_id: str, caller: ApiCaller
+    request: Request, session_id: SessionId, caller: ApiCaller
 ) -> StreamCredentialsOut:
     """A one-time viewer token for the session's live WebRTC view (scope `stream`), and
     the URLs that use it: `viewer_url` opens the gateway's viewer page, `connect_url`

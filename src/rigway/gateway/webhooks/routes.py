@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.path_parameters import WebhookId
 from rigway.gateway.services import services_of
 from rigway.gateway.webhooks.schemas import (
     CreateWebhookIn,
@@ -52,7 +53,7 @@ async def list_webhooks(request: Request, caller: ConsoleCaller) -> WebhookListO
     responses=error_responses(401, 404),
 )
 async def update_webhook(
-    request: Request, webhook_id: str, body: UpdateWebhookIn, caller: ConsoleCaller
+    request: Request, webhook_id: WebhookId, body: UpdateWebhookIn, caller: ConsoleCaller
 ) -> WebhookOut:
     """Switches deliveries on or off, or changes the events (console token); fields left
     out stay as they are."""
@@ -65,7 +66,9 @@ async def update_webhook(
     summary="Delete a webhook",
     responses=error_responses(401, 404),
 )
-async def delete_webhook(request: Request, webhook_id: str, caller: ConsoleCaller) -> WebhookOut:
+async def delete_webhook(
+    request: Request, webhook_id: WebhookId, caller: ConsoleCaller
+) -> WebhookOut:
     """Deletes the webhook (console token): no more deliveries; answers with what it
     was."""
     return await services_of(request).webhooks.delete(caller.account_id, webhook_id)
