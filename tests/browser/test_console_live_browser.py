@@ -58,7 +58,7 @@ async def _wait_for_text(page: Page, selector: str, text: str) -> None:
     )
 
 
-async def test_last_seen_moves_on_the_open_rigs_page(
+async def test_last_seen_moves_and_offline_shows_on_the_open_rigs_page(
     tmp_path: Path, database_url: str, browser: Browser
 ) -> None:
     clock = FakeClock(datetime(2026, 3, 1, 12, 0, tzinfo=UTC))
@@ -76,6 +76,10 @@ async def test_last_seen_moves_on_the_open_rigs_page(
         page.on("framenavigated", lambda frame: navigations.append(frame.url))
         clock.advance(65)
         await _wait_for_text(page, last_seen, "2026-03-01 12:01:05 UTC")
+        await stack.stop_agent(stack.rig_ids[0])
+        state = f'[data-live="rig:{stack.rig_ids[0]}:state"]'
+        await _wait_for_text(page, state, "offline")
+        assert await page.get_attribute(state, "class") == "badge offline"
         assert navigations == []  # changed in place, not by a reload
 
 

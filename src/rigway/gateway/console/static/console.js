@@ -47,12 +47,26 @@ async function refreshLiveValues() {
   const values = await response.json();
   for (const element of document.querySelectorAll("[data-live]")) {
     const value = values[element.dataset.live];
-    if (value !== undefined && element.textContent !== value) {
+    if (value === undefined) {
+      continue;
+    }
+    if (element.textContent !== value) {
       element.textContent = value;
+    }
+    element.hidden = value === ""; // a badge with nothing to say ("in session" no more)
+    if (element.classList.contains("badge") && (value === "online" || value === "offline")) {
+      element.classList.remove("online", "offline");
+      element.classList.add(value);
     }
   }
   for (const image of document.querySelectorAll("img[data-live-src]")) {
-    image.src = `${image.dataset.liveSrc}?at=${Date.now()}`;
+    // Swapped in only once loaded: a session that just ended leaves its last frame up
+    // rather than a broken image.
+    const next = new Image();
+    next.addEventListener("load", () => {
+      image.src = next.src;
+    });
+    next.src = `${image.dataset.liveSrc}?at=${Date.now()}`;
   }
   return true;
 }
