@@ -3,12 +3,12 @@
 ```python
 from rigway.client import Rigway
 
-with Rigway() as client:  # RIGWAY_API_KEY, RIGWAY_BASE_URL
-    rig = client.rigs.list()[0]
-    with client.sessions.create(rig_id=rig.id) as session:  # always ends on exit
+with Rigway() as client:  # arguments, else RIGWAY_API_KEY/_BASE_URL, else .rigway/local.json
+    with client.sessions.create() as session:  # the one usable rig; always ends on exit
         screen = session.observe(max_width=1280)
         after = session.click(target="Username", settle=True, observe=True)
         session.type_text("hello")
+        session.screenshot().save("shot.jpg")
 ```
 
 Every acting method takes `settle=` and `observe=`, so one round trip acts, waits
