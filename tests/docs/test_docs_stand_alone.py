@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from rigway.protocol.keys import _ALIASES as KEY_ALIASES  # the table the gateway checks
-from rigway.protocol.keys import CHARACTER_KEYS, NAMED_KEYS, canonical_key
+from rigway.protocol.keys import (
+    CHARACTER_KEYS,
+    KEY_ALIASES,  # the table the gateway checks
+    NAMED_KEYS,
+    canonical_key,
+)
 from tests.e2e.harness import Stack, batch_ran, ok_json
 from tests.support.live import live_stack
 

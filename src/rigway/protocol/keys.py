@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import string
 
-_ALIASES: dict[str, str] = {
+KEY_ALIASES: dict[str, str] = {
     "return": "enter",
     "esc": "escape",
     "meta": "win",
@@ -73,7 +73,7 @@ def canonical_key(name: str) -> str:
             return lowered
         raise UnknownKeyError(name)
     lowered = name.strip().lower()
-    lowered = _ALIASES.get(lowered, lowered)
+    lowered = KEY_ALIASES.get(lowered, lowered)
     if lowered in NAMED_KEYS:
         return lowered
     raise UnknownKeyError(name)
