@@ -132,7 +132,8 @@ class AsyncSessionHandle(SessionState):
         return result
 
     async def dirty(self) -> DirtyRects:
-        """Rectangles changed since the last take (each take consumes them)."""
+        """Rectangles changed since the last take (each take consumes them); a session's
+        first take is the whole desktop."""
         return await self._client._request(ops.dirty(self.session_id))
 
     async def targets(self) -> TargetList:

@@ -240,7 +240,8 @@ class SessionHandle(SessionState):
         return result
 
     def dirty(self) -> DirtyRects:
-        """Rectangles changed since the last take (each take consumes them)."""
+        """Rectangles changed since the last take (each take consumes them); a session's
+        first take is the whole desktop."""
         return self._client._request(ops.dirty(self.session_id))
 
     def targets(self) -> TargetList:
