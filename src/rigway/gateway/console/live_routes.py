@@ -2,9 +2,9 @@
 
 GET /console/sessions/{id}            one session: live screen, kill, the way back;
                                       once ended, how and when it ended
-GET /console/live.json[?session=id]   the live values of the account's rigs and live
-                                      sessions (and of `session`, live or not), see
-                                      `console.live`
+GET /console/live.json[?session=id…]  the live values of the account's rigs and live
+                                      sessions, and of each `session` a page shows
+                                      (live or not, at most 100), see `console.live`
 """
 
 from __future__ import annotations
