@@ -15,8 +15,9 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 import pytest
 from typer.testing import CliRunner, Result
 
-from rigway.cli.agent import agent_app, default_backend
+from rigway.cli.agent import agent_app
 from rigway.cli.agent_config import default_agent_state_dir
+from rigway.cli.agent_desktop import default_backend
 from tests.e2e.harness import Stack
 
 from .conftest import RIGWAY_SCRIPT, Cli

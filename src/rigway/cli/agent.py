@@ -1,4 +1,7 @@
-"""`rigway agent`: pair this machine with an account and run the host agent."""
+"""`rigway agent`: pair this machine with an account and run the host agent.
+
+Which desktop it serves is `agent_desktop`; what `pair` remembers for the other
+commands is `agent_config`."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ import platform
 import signal
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -26,6 +28,12 @@ from rigway.cli.agent_config import (
     resolve_run_target,
     write_agent_config,
 )
+from rigway.cli.agent_desktop import (
+    DESKTOP_OPEN_TIMEOUT_S,
+    backend_or_exit,
+    known_backend,
+    open_desktop,
+)
 
 if TYPE_CHECKING:
     from rigway.agent.apps import AppTracker
@@ -38,19 +46,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 agent_app = typer.Typer(help="The host agent that runs on a rig.", no_args_is_help=True)
-
-BACKENDS = ("sim", "x11", "windows")
-# Opening a desktop is local and quick; an X server that accepts the connection but never
-# answers its setup would otherwise hold the agent (and `rigway up`) for ever.
-DESKTOP_OPEN_TIMEOUT_S = 5.0
-
-
-def _known_backend(backend: str) -> str:
-    """`backend`, when it is one of BACKENDS; else exit 2 saying which are."""
-    if backend not in BACKENDS:
-        typer.echo(f"--backend must be one of {', '.join(BACKENDS)}", err=True)
-        raise typer.Exit(code=2)
-    return backend
 
 
 def _read_token(token_file: Path) -> str:
@@ -172,7 +167,7 @@ def run_command(
     gateway, token_file = resolve_run_target(gateway, token_file, agent_state_dir(state_dir))
     display = os.environ.get("DISPLAY")
     is_default_backend = backend is None
-    backend = _known_backend(_backend_or_exit(display) if backend is None else backend)
+    backend = known_backend(backend_or_exit(display) if backend is None else backend)
     token = _read_token(token_file)
     try:
         updates = self_update_settings(
@@ -210,59 +205,6 @@ def run_command(
         desktop.close()
     if self_update.restart_requested:
         raise typer.Exit(code=RESTART_EXIT_CODE)
-
-
-def default_backend(platform: str, display: str | None) -> str | None:
-    """The backend `agent run` uses unless told: the platform's own on Windows; elsewhere
-    x11 on the display in DISPLAY. None without one: the sim is never a silent stand-in
-    for a real desktop, it runs only when asked."""
-    if platform == "win32":
-        return "windows"
-    return "x11" if display else None
-
-
-def _backend_or_exit(display: str | None) -> str:
-    chosen = default_backend(sys.platform, display)
-    if chosen is None:
-        typer.echo(
-            "no desktop to serve: DISPLAY is not set. Run the agent in the desktop session "
-            "(or set DISPLAY), or pass --backend sim for a simulated desktop.",
-            err=True,
-        )
-        raise typer.Exit(code=2)
-    return chosen
-
-
-def open_desktop(
-    backend: str, *, display: str | None, width: int, height: int, timeout_s: float
-) -> Desktop:
-    """`open_backend` under a deadline; raises ValueError, OSError or RuntimeError
-    with the reason (TimeoutError, naming the display, when it did not answer).
-
-    The opener runs in a daemon thread: a connect blocked in C cannot be interrupted,
-    and a daemon thread left behind does not hold the process's exit.
-    """
-    from rigway.agent.runner import open_backend
-
-    outcome: list[Desktop | Exception] = []
-
-    def open_it() -> None:
-        try:
-            outcome.append(open_backend(backend, display=display, width=width, height=height))
-        except Exception as exc:  # handed to the caller's thread, raised there
-            outcome.append(exc)
-
-    opener = threading.Thread(target=open_it, name="rigway-open-desktop", daemon=True)
-    opener.start()
-    opener.join(timeout_s)
-    if not outcome:
-        if backend == "x11":
-            raise TimeoutError(f"X display {display!r} did not answer within {timeout_s:g} s")
-        raise TimeoutError(f"the {backend} desktop did not open within {timeout_s:g} s")
-    result = outcome[0]
-    if isinstance(result, Exception):
-        raise result
-    return result
 
 
 def open_app_tracker(backend: str) -> AppTracker | None:
@@ -472,7 +414,7 @@ def install_command(
     from rigway.agent.runner import connect_url
 
     gateway, token_file = resolve_run_target(gateway, token_file, agent_state_dir(state_dir))
-    backend = _known_backend(default_install_backend() if backend is None else backend)
+    backend = known_backend(default_install_backend() if backend is None else backend)
     token = _read_token(token_file)
     root = _install_root(install_root)
     try:

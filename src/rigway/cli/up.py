@@ -32,7 +32,7 @@ import uvicorn
 from rigway import event_loop
 from rigway.agent.pairing import pair
 from rigway.cli._output import ExitCode
-from rigway.cli.agent import DESKTOP_OPEN_TIMEOUT_S, open_desktop
+from rigway.cli.agent_desktop import DESKTOP_OPEN_TIMEOUT_S, open_desktop
 from rigway.cli.state_dir import make_state_dir_private
 from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app

@@ -25,7 +25,7 @@ from rigway.agent.backends.windows.bootstrap import (
     refuse_unless_runnable,
     startup_refusal,
 )
-from rigway.cli.agent import default_backend
+from rigway.cli.agent_desktop import default_backend
 
 RUN_TIMEOUT_S = 60.0
 USER_SESSION = 1
