@@ -1,16 +1,13 @@
 """The SDK against a live gateway and a sim rig on real sockets.
 
-The stack runs in the test's event loop, so the sync client runs in a thread
-(`asyncio.to_thread`) while the loop keeps serving it; the async client runs directly.
+The stack runs in the test's event loop, so the async client drives it directly (the
+docs' quickstart, sync, runs in a process of its own: test_quickstart.py).
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,47 +19,13 @@ from rigway.client import (
     TargetNotFoundError,
 )
 from tests.e2e.harness import Stack
-from tests.support.live import active_session_ids, live_stack
-
-SDK_DOC = Path(__file__).resolve().parents[2] / "docs" / "sdk.md"
+from tests.support.live import live_stack
 
 
 @pytest.fixture
 async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
     async with live_stack(tmp_path, database_url) as running:
         yield running
-
-
-def quickstart_code() -> str:
-    """The first Python block under "## Quickstart" in docs/sdk.md, as written."""
-    text = SDK_DOC.read_text()
-    section = text[text.index("## Quickstart") :]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None, "docs/sdk.md has no python block under ## Quickstart"
-    return match.group(1)
-
-
-def test_quickstart_is_at_most_five_lines_of_sdk_code() -> None:
-    lines = [line for line in quickstart_code().splitlines() if line.strip()]
-    code_lines = [line for line in lines if not line.startswith(("from ", "import "))]
-    assert len(code_lines) <= 5, code_lines
-
-
-async def test_quickstart_from_the_docs_drives_the_sim_rig(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("RIGWAY_API_KEY", stack.api_key)
-    monkeypatch.setenv("RIGWAY_BASE_URL", stack.base_url)
-    namespace: dict[str, Any] = {"RIG_ID": stack.rig_ids[0]}
-    code = compile(quickstart_code(), str(SDK_DOC), "exec")
-
-    await asyncio.to_thread(exec, code, namespace)
-
-    assert stack.sim().field_text("username") == "ada"
-    assert stack.sim().checkbox_checked is True
-    ended = namespace["session"].info
-    assert (ended.status, ended.ended_reason) == ("ended", "client")
-    assert await active_session_ids(stack) == []
 
 
 async def test_async_client_clicks_targets_by_name_and_types(stack: Stack) -> None:
