@@ -1,9 +1,10 @@
 """A minimal observe → decide → act loop over a Rigway session.
 
-Run it against `rigway up` (a simulated rig showing a sign-in form):
+Run it after `make up` (a simulated rig showing a sign-in form), from the checkout: the
+client reads `.rigway/local.json` (or RIGWAY_API_KEY and RIGWAY_BASE_URL), and without a
+RIG_ID drives the account's one rig that is online with API access enabled:
 
-    export RIGWAY_API_KEY=… RIGWAY_BASE_URL=http://127.0.0.1:8080   # or .rigway/local.json
-    python examples/observe_act_loop.py [RIG_ID] [--username ada]
+    .venv/bin/python examples/observe_act_loop.py [RIG_ID] [--username ada]
 
 `decide` is where a real agent asks its model: it would get `observation.jpeg` and the
 text lines in `observation.text`, and answer with an action. Here it is a few rules that
@@ -13,9 +14,7 @@ fill in the sign-in form, so the loop runs without a model and stops by itself.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from rigway.client import ObserveResult, Rigway, SessionHandle, Target
 
@@ -63,22 +62,13 @@ def run(session: SessionHandle, username: str) -> list[str]:
     return done
 
 
-def first_local_rig() -> str | None:
-    """The first rig `rigway up` started, from .rigway/local.json, when there is one."""
-    try:
-        rig_ids = json.loads(Path(".rigway/local.json").read_text()).get("rig_ids") or []
-    except (OSError, ValueError):
-        return None
-    return str(rig_ids[0]) if rig_ids else None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("rig_id", nargs="?", default=first_local_rig(), help="the rig to drive")
+    parser.add_argument(
+        "rig_id", nargs="?", default=None, help="the rig to drive (default: the one usable rig)"
+    )
     parser.add_argument("--username", default="ada")
     args = parser.parse_args()
-    if args.rig_id is None:
-        parser.error("give a RIG_ID (see `rigway rigs list`)")
     with Rigway() as rigway, rigway.sessions.create(rig_id=args.rig_id) as session:
         for step, why in enumerate(run(session, args.username), start=1):
             print(f"step {step}: {why}")

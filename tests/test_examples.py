@@ -35,8 +35,7 @@ async def test_observe_act_loop_signs_in_on_the_sim_rig(stack: Stack, tmp_path: 
     env |= {"RIGWAY_API_KEY": stack.api_key, "RIGWAY_BASE_URL": stack.base_url}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
-        str(EXAMPLES / "observe_act_loop.py"),
-        stack.rig_ids[0],
+        str(EXAMPLES / "observe_act_loop.py"),  # no RIG_ID: the stack's one rig
         "--username",
         "grace",
         cwd=tmp_path,
