@@ -379,9 +379,15 @@ ViewerId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 class IceServer(_Body):
     """One STUN/TURN server, as in the browser's RTCIceServer."""
 
-    urls: list[str] = Field(min_length=1, max_length=8)
-    username: str | None = Field(default=None, max_length=512)
-    credential: str | None = Field(default=None, max_length=512)
+    urls: list[str] = Field(
+        min_length=1, max_length=8, description="The server's URLs (`stun:…`, `turn:…`)."
+    )
+    username: str | None = Field(
+        default=None, max_length=512, description="A TURN server's user name."
+    )
+    credential: str | None = Field(
+        default=None, max_length=512, description="A TURN server's password."
+    )
 
 
 class StreamOffer(_Body):
