@@ -137,3 +137,10 @@ def test_rate_limited_answers_declare_their_headers(schema: dict[str, Any]) -> N
         assert {"Retry-After", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} <= set(
             response["headers"]
         )
+
+
+def test_every_tag_in_use_is_declared_with_a_description(schema: dict[str, Any]) -> None:
+    declared = {tag["name"]: tag.get("description") for tag in schema["tags"]}
+    used = {tag for _label, operation in _operations(schema) for tag in operation["tags"]}
+    assert used == set(declared)
+    assert all(declared.values())

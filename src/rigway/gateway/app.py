@@ -18,6 +18,7 @@ from starlette.types import Scope
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
+from rigway.gateway.api_docs.document import API_DESCRIPTION, OPENAPI_TAGS
 from rigway.gateway.api_docs.routes import router as api_docs_router
 from rigway.gateway.api_keys.routes import router as keys_router
 from rigway.gateway.api_keys.service import KeyService
@@ -206,6 +207,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         title="Rigway API",
         version="1.1.0",
         summary=f"See and drive real desktops (gateway {__version__})",
+        description=API_DESCRIPTION,
+        openapi_tags=OPENAPI_TAGS,
         lifespan=lifespan,
         # FastAPI's OpenTelemetry hooks look for configured providers on every request
         # (environment lookups included), 4 % of the gateway's CPU on a screenshot

@@ -1,0 +1,49 @@
+"""The OpenAPI document's own words: its description and one per tag, in the words of
+`docs/api.md` (which carries the whole contract)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["API_DESCRIPTION", "OPENAPI_TAGS"]
+
+API_DESCRIPTION = """\
+See and drive real desktops: JPEG screenshots, dirty rectangles, one-call observe
+(image, changed flag, accessibility click targets, text), input batches, app launch and
+kill, metered sessions.
+
+**Authentication.** `Authorization: Bearer rgw_(live|test)_sk_<48 hex>` (an API key)
+on every key-protected operation; the console operations take a console token instead.
+A key lacking an operation's scope gets `403 insufficient_scope`.
+
+**Errors.** Body `{"error": "<code>"}` or `{"error": "<code>: <detail>"}`: split on the
+first `": "`. Every response carries `X-Request-Id`. Do not retry `401
+invalid_api_key`, `403 api_access_disabled` or `410 session_ended`; retry a `429` after
+its `Retry-After`.
+
+The first loop: `POST /v1/sessions` with a rig id, `GET
+/v1/sessions/{session_id}/screenshot`, `POST /v1/sessions/{session_id}/input`, then
+`DELETE /v1/sessions/{session_id}` (a session is billed until it ends).
+"""
+
+OPENAPI_TAGS: list[dict[str, Any]] = [
+    {"name": "sessions", "description": "Start, read and end metered sessions on a rig."},
+    {
+        "name": "desktop",
+        "description": (
+            "A session's desktop: screenshots, dirty rectangles, observe, click targets, "
+            "waits, input batches, apps."
+        ),
+    },
+    {"name": "rigs", "description": "The account's rigs, and waking one."},
+    {"name": "stream", "description": "Credentials for a session's live WebRTC view."},
+    {
+        "name": "host agent",
+        "description": "What a host agent calls: pairing, and its signed releases.",
+    },
+    {"name": "console: sign-in", "description": "Console tokens, and the keys that sign them."},
+    {"name": "console: keys", "description": "API keys (console token)."},
+    {"name": "console: webhooks", "description": "Webhooks for session events (console token)."},
+    {"name": "console: rigs", "description": "A rig owner's operations (console token)."},
+    {"name": "health and metrics", "description": "Liveness, readiness, Prometheus metrics."},
+]
