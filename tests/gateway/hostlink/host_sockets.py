@@ -42,8 +42,16 @@ class HearingHostSocket:
 
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self._sent_more = asyncio.Event()
         self._messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._handed_over = False
+
+    async def wait_sent(self, count: int) -> list[str]:
+        """Until the connection has sent `count` frames (woken by each send); the frames."""
+        while len(self.sent) < count:
+            self._sent_more.clear()
+            await self._sent_more.wait()
+        return self.sent
 
     async def deliver(self, message: str | bytes) -> None:
         """Hand `message` to the connection; returns once the connection has handled it
@@ -54,6 +62,7 @@ class HearingHostSocket:
 
     async def send_text(self, text: str) -> None:
         self.sent.append(text)
+        self._sent_more.set()
 
     async def receive(self) -> dict[str, Any]:
         if self._handed_over:

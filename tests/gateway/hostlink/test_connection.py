@@ -54,9 +54,8 @@ async def test_a_request_leaves_as_a_request_frame_the_agent_accepts() -> None:
 
 async def _sent_request_id(socket: HearingHostSocket, count: int) -> str:
     async with asyncio.timeout(2):
-        while len(socket.sent) < count:
-            await asyncio.sleep(0)
-    request_id: str = decode_frame(socket.sent[count - 1])[0]["id"]
+        sent = await socket.wait_sent(count)
+    request_id: str = decode_frame(sent[count - 1])[0]["id"]
     return request_id
 
 

@@ -23,9 +23,7 @@ async def served() -> AsyncIterator[tuple[HearingHostSocket, HostConnection]]:
     socket = HearingHostSocket()
     connection = host_connection(socket, "normal")
     serving = asyncio.create_task(connection.serve())
-    # serve() hands the socket its way in on its first step.
-    await asyncio.sleep(0)
-    yield socket, connection
+    yield socket, connection  # deliver() waits for the connection to take each message
     await connection.close()
     await serving
 
