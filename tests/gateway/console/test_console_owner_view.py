@@ -260,7 +260,7 @@ async def test_last_seen_moves_while_a_rig_is_online_and_stops_when_it_goes(
             offline = (await owner.client.get("/console/live.json")).json()
     assert (first, moved) == ("2026-03-01 12:00:00 UTC", "2026-03-01 12:01:05 UTC")
     assert offline[f"rig:{rig_id}:state"] == "offline"
-    assert offline[key] == "2026-03-01 12:00:00 UTC"  # when its agent last said hello
+    assert offline[key] == "2026-03-01 12:01:05 UTC"  # when its link closed, then still
 
 
 # ---- key scopes ----

@@ -82,9 +82,12 @@ async def agent_connect(websocket: WebSocket) -> None:
     try:
         await connection.serve()
     finally:
-        if services.registry.detach(connection):
-            services.timers.host_disconnected(rig.id)
-            logger.info("host %s disconnected", rig.id)
+        try:
+            await services.rigs.record_seen(rig.id)
+        finally:
+            if services.registry.detach(connection):
+                services.timers.host_disconnected(rig.id)
+                logger.info("host %s disconnected", rig.id)
 
 
 async def _receive_hello(websocket: WebSocket) -> Hello | None:

@@ -142,6 +142,14 @@ class RigService:
             rig.lan = hello.lan
             rig.last_seen_at = self._clock.now()
 
+    async def record_seen(self, rig_id: str) -> None:
+        """Its agent was heard until now: its link is closing. What the console shows as
+        "last seen" while the rig is offline."""
+        async with self._db_sessions.begin() as db:
+            rig = await db.get(Rig, rig_id)
+            if rig is not None:
+                rig.last_seen_at = self._clock.now()
+
     async def update(
         self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
     ) -> Rig:
