@@ -8,9 +8,9 @@ from typing import Any
 __all__ = ["API_DESCRIPTION", "OPENAPI_TAGS"]
 
 API_DESCRIPTION = """\
-See and drive real desktops: JPEG screenshots, dirty rectangles, one-call observe
-(image, changed flag, accessibility click targets, text), input batches, app launch and
-kill, metered sessions.
+JPEG screenshots, dirty rectangles, one-call observe (image, changed flag,
+accessibility click targets, text), input batches, app launch and kill, metered
+sessions. The whole contract, in prose: `docs/api.md`.
 
 **Authentication.** `Authorization: Bearer rgw_(live|test)_sk_<48 hex>` (an API key)
 on every key-protected operation; the console operations take a console token instead.
