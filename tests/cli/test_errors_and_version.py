@@ -86,3 +86,22 @@ async def test_unreachable_gateway_names_the_url_and_suggests_up(tmp_path: Path)
     error = json.loads(as_json.stderr)
     assert (error["error"], error["status"], error["exit_code"]) == ("connection_error", None, 8)
     assert url in error["detail"]
+
+
+async def test_a_command_in_a_subfolder_reads_the_checkouts_local_json(tmp_path: Path) -> None:
+    # As the SDK does: no --state-dir, no RIGWAY_STATE_DIR, the nearest .rigway/ above.
+    url = f"http://127.0.0.1:{closed_port()}"
+    (tmp_path / ".rigway").mkdir()
+    (tmp_path / ".rigway" / "local.json").write_text(
+        json.dumps({"base_url": url, "api_key": "rgw_test_sk_from_local_json"})
+    )
+    subfolder = tmp_path / "scripts" / "nested"
+    subfolder.mkdir(parents=True)
+    env = {name: value for name, value in os.environ.items() if not name.startswith("RIGWAY_")}
+    cli = Cli(env=env, cwd=subfolder, state_dir=subfolder / ".rigway")
+
+    listed = await cli("rigs", "list", "--json")
+
+    error = json.loads(listed.stderr)
+    assert (error["error"], listed.exit_code) == ("connection_error", 8)  # not missing_api_key
+    assert url in error["detail"]

@@ -20,7 +20,8 @@ from typing import Annotated, Any
 import typer
 
 from rigway.client import DEFAULT_BASE_URL, NotFoundError, Rigway, RigwayConsole, SessionEndedError
-from rigway.client._local_config import read_local_json as read_local_json_file
+from rigway.client.local_config import find_local_json
+from rigway.client.local_config import read_local_json as read_local_json_file
 
 from ._output import CliError, ExitCode
 
@@ -96,8 +97,16 @@ DEFAULT_STATE_DIR = Path(".rigway")
 
 def read_local_json(state_dir: Path) -> dict[str, Any]:
     """`<state dir>/local.json` from `rigway up`, or {} when absent or unreadable (read
-    as the SDK reads it when a client is built without credentials)."""
-    return read_local_json_file(state_dir / LOCAL_JSON)
+    as the SDK reads it when a client is built without credentials). With the default
+    state dir and no file in it, the nearest `.rigway/local.json` above the working
+    directory, as the SDK finds it: a command run from a subfolder of the checkout."""
+    path = state_dir / LOCAL_JSON
+    if state_dir == DEFAULT_STATE_DIR and not path.is_file():
+        # The environment was already read by the option (RIGWAY_STATE_DIR).
+        found = find_local_json(Path.cwd(), environ={})
+        if found is not None:
+            path = found
+    return read_local_json_file(path)
 
 
 def _local_str(local: dict[str, Any], field: str) -> str | None:

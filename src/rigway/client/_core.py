@@ -21,12 +21,6 @@ import pydantic
 from rigway import __version__
 
 from ._input_models import EventReceipt
-from ._local_config import (
-    LOCAL_JSON_NAME,
-    LOCAL_STATE_DIR_NAME,
-    LocalConfig,
-    load_local_config,
-)
 from .errors import (
     APIConnectionError,
     APIResponseValidationError,
@@ -50,6 +44,12 @@ from .errors import (
     SessionEndedError,
     StaleFrameError,
     TargetGoneError,
+)
+from .local_config import (
+    LOCAL_JSON_NAME,
+    LOCAL_STATE_DIR_NAME,
+    LocalConfig,
+    load_local_config,
 )
 
 T = TypeVar("T")
