@@ -340,7 +340,8 @@ async def test_pairing_code_page_shows_a_code_that_pairs_a_rig(
     answer = await owner.post("/console/rigs/pairing-code")
     assert answer.status_code == 201
     code = answer.text.split('id="pairing-code">')[1].split("<")[0]
-    assert f"rigway agent pair --gateway http://127.0.0.1:8080 --code {code}" in answer.text
+    assert f"rigway agent pair --gateway http://127.0.0.1:8080 --code {code}<" in answer.text
+    assert ">rigway agent run<" in answer.text  # it finds what pair kept
     paired = await stack.services.rigs.pair(code, name="new rig", os="", gpu="")
     assert paired.rig_id in (await owner.client.get("/console/rigs")).text
 

@@ -30,7 +30,6 @@ from rigway.gateway.services import services_of
 router = APIRouter(route_class=ConsoleRoute)
 
 SCREENSHOT_MAX_WIDTH = 640
-TOKEN_FILE_HINT = "~/.rigway/rig-token"  # noqa: S105 (a file path, not a secret)
 
 
 @router.get("/rigs")
@@ -54,11 +53,10 @@ async def create_pairing_code(request: Request, user: CheckedUser) -> Response:
         user=user,
         status=201,
         code=code,
-        pair_command=(
-            f"rigway agent pair --gateway {gateway} --code {code.code} "
-            f"--token-file {TOKEN_FILE_HINT}"
-        ),
-        run_command=f"rigway agent run --gateway {gateway} --token-file {TOKEN_FILE_HINT}",
+        # `pair` keeps the token and the gateway in the agent's state directory, where
+        # `run` finds them (docs/agent.md).
+        pair_command=f"rigway agent pair --gateway {gateway} --code {code.code}",
+        run_command="rigway agent run",
     )
 
 
