@@ -5,10 +5,12 @@ headers declared, error bodies with examples)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, ValidationError
 
 from rigway.gateway.openapi_dump import openapi_document, openapi_text
 
@@ -144,3 +146,58 @@ def test_every_tag_in_use_is_declared_with_a_description(schema: dict[str, Any])
     used = {tag for _label, operation in _operations(schema) for tag in operation["tags"]}
     assert used == set(declared)
     assert all(declared.values())
+
+
+def _models_by_name() -> dict[str, list[type[BaseModel]]]:
+    found: dict[str, list[type[BaseModel]]] = {}
+    pending: list[type[BaseModel]] = [BaseModel]
+    while pending:
+        for model in pending.pop().__subclasses__():
+            if model.__module__.startswith("rigway."):
+                found.setdefault(model.__name__, []).append(model)
+            pending.append(model)
+    return found
+
+
+def _component_name(shape: dict[str, Any]) -> str | None:
+    for alternative in shape.get("anyOf", [shape]):
+        reference = alternative.get("$ref")
+        if reference is not None:
+            return str(reference).rsplit("/", 1)[-1]
+    return None
+
+
+def _examples(schema: dict[str, Any]) -> list[tuple[str, str | None, Any]]:
+    """Every example of the document, beside the component it illustrates (None for
+    the bodies no model describes: the JWKS, readiness, metrics, a .sha256)."""
+    found: list[tuple[str, str | None, Any]] = [
+        (f"component {name}", name, example)
+        for name, component in schema["components"]["schemas"].items()
+        for example in component.get("examples", [])
+    ]
+    for label, operation in _operations(schema):
+        bodies = [("request", operation.get("requestBody", {}))]
+        bodies += list(operation["responses"].items())
+        for where, body in bodies:
+            for media in body.get("content", {}).values():
+                examples = [e["value"] for e in media.get("examples", {}).values()]
+                examples += [media["example"]] if "example" in media else []
+                name = _component_name(media.get("schema", {}))
+                found += [(f"{label} {where}", name, example) for example in examples]
+    return found
+
+
+def test_every_example_is_valid_for_its_model(schema: dict[str, Any]) -> None:
+    """An example a client copies must be one the gateway accepts or gives: each is
+    read by its model as the gateway reads JSON (strictly, for requests)."""
+    models = _models_by_name()
+    misfits = []
+    for where, name, example in _examples(schema):
+        if name is None:
+            continue
+        [model] = [m for m in models[name] if m.model_json_schema()["title"] == name][:1]
+        try:
+            model.model_validate_json(json.dumps(example))
+        except ValidationError as error:
+            misfits.append(f"{where} ({name}): {error}")
+    assert misfits == []

@@ -18,7 +18,11 @@ from starlette.types import Scope
 
 from rigway import __version__
 from rigway.gateway.accounts.service import AccountService
-from rigway.gateway.api_docs.document import API_DESCRIPTION, OPENAPI_TAGS
+from rigway.gateway.api_docs.document import (
+    API_DESCRIPTION,
+    OPENAPI_TAGS,
+    restore_example_nulls,
+)
 from rigway.gateway.api_docs.routes import router as api_docs_router
 from rigway.gateway.api_keys.routes import router as keys_router
 from rigway.gateway.api_keys.service import KeyService
@@ -299,7 +303,8 @@ def _holds_an_api_key(api_keys: ApiKeyAuthenticator) -> Callable[[Scope], Awaita
 
 def _declare_400_not_422(app: FastAPI) -> None:
     """FastAPI documents 422 for every validated route; this gateway answers 400
-    `invalid_request` instead (declared by `error_responses`), so drop the 422s."""
+    `invalid_request` instead (declared by `error_responses`), so drop the 422s. And
+    put back the nulls FastAPI's encoding drops from the examples."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -309,6 +314,7 @@ def _declare_400_not_422(app: FastAPI) -> None:
                     operation.get("responses", {}).pop("422", None)
             for unused in ("HTTPValidationError", "ValidationError"):
                 schema.get("components", {}).get("schemas", {}).pop(unused, None)
+            restore_example_nulls(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -130,7 +130,15 @@ _INPUT_CONFLICTS = (
     "part-way) / frame_expired (nothing ran) / stale_frame (+ rects; nothing ran) / "
     "target_gone / expectation_failed (+ events, stopped_at: the receipts of what ran)"
 )
-_RECEIPT = {"index": 0, "type": "mouse_click", "ok": True, "at_ms": 0, "x": 960, "y": 396}
+_RECEIPT = {
+    "index": 0,
+    "type": "mouse_click",
+    "ok": True,
+    "at_ms": 0,
+    "x": 960,
+    "y": 396,
+    "changed": False,
+}
 _INPUT_CONFLICT_EXAMPLES: dict[str, dict[str, Any]] = {
     "desktop_unavailable": {"error": "desktop_unavailable: locked", "events": [], "stopped_at": 0},
     "frame_expired": {"error": "frame_expired: take a fresh screenshot or observe"},

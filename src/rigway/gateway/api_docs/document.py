@@ -47,3 +47,49 @@ OPENAPI_TAGS: list[dict[str, Any]] = [
     {"name": "console: rigs", "description": "A rig owner's operations (console token)."},
     {"name": "health and metrics", "description": "Liveness, readiness, Prometheus metrics."},
 ]
+
+
+def restore_example_nulls(document: dict[str, Any]) -> None:
+    """Put back the nulls FastAPI drops from examples.
+
+    FastAPI encodes the document with `exclude_none`, which also strips every null out
+    of the examples, so an example session would lack its required `ended_at`. A
+    required, nullable field missing from an example can only have been such a null."""
+    components = document.get("components", {}).get("schemas", {})
+    for component in components.values():
+        for example in component.get("examples", []):
+            _restore(example, component, components)
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            bodies = [operation.get("requestBody", {}), *operation.get("responses", {}).values()]
+            for media in (m for body in bodies for m in body.get("content", {}).values()):
+                shape = media.get("schema", {})
+                for named in media.get("examples", {}).values():
+                    _restore(named.get("value"), shape, components)
+                if "example" in media:
+                    _restore(media["example"], shape, components)
+
+
+def _restore(value: Any, shape: dict[str, Any], components: dict[str, Any]) -> None:
+    reference = shape.get("$ref")
+    if reference is not None:
+        shape = components.get(str(reference).rsplit("/", 1)[-1], {})
+    for alternative in shape.get("anyOf", []):
+        if alternative.get("type") != "null":
+            _restore(value, alternative, components)
+    if isinstance(value, list):
+        for item in value:
+            _restore(item, shape.get("items", {}), components)
+    if not isinstance(value, dict):
+        return
+    for name, field in shape.get("properties", {}).items():
+        if name in value:
+            _restore(value[name], field, components)
+        elif name in shape.get("required", []) and _is_nullable(field):
+            value[name] = None
+
+
+def _is_nullable(field: dict[str, Any]) -> bool:
+    return field.get("type") == "null" or any(
+        alternative.get("type") == "null" for alternative in field.get("anyOf", [])
+    )

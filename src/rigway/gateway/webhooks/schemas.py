@@ -71,6 +71,9 @@ class WebhookOut(BaseModel):
 
 
 class WebhookWithSecretOut(WebhookOut):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{**WEBHOOK_EXAMPLE, "secret": "whsec_…"}]}
+    )
     secret: str = Field(description="whsec_…: shown only in the create response.")
 
 
