@@ -50,8 +50,8 @@ class RigOut(BaseModel):
     id: str = Field(description="The rig's id.")
     name: str = Field(description="Its name, as paired or renamed by its owner.")
     online: bool = Field(description="Whether its agent holds a host link to the gateway now.")
-    gpu: str = Field(description="Its GPU, as the agent told it at pairing (may be empty).")
-    os: str = Field(description="Its operating system, as the agent told it at pairing.")
+    gpu: str = Field(description="Its GPU, as its agent last reported it (may be empty).")
+    os: str = Field(description="Its operating system, as its agent last reported it.")
     api_access_enabled: bool = Field(
         description="Whether API keys may drive it (else 403 api_access_disabled)."
     )
