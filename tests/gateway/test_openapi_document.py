@@ -201,3 +201,11 @@ def test_every_example_is_valid_for_its_model(schema: dict[str, Any]) -> None:
         except ValidationError as error:
             misfits.append(f"{where} ({name}): {error}")
     assert misfits == []
+
+
+def test_rig_busy_declares_the_session_holding_the_rig(schema: dict[str, Any]) -> None:
+    conflict = schema["paths"]["/v1/sessions"]["post"]["responses"]["409"]["content"]
+    name = _component_name(conflict["application/json"]["schema"])
+    assert name is not None
+    assert "active_session_id" in schema["components"]["schemas"][name]["properties"]
+    assert "active_session_id" in conflict["application/json"]["examples"]["rig_busy"]["value"]

@@ -60,7 +60,7 @@ _EXAMPLES: dict[int, dict[str, str]] = {
     },
     409: {
         "rig_offline": "rig_offline",
-        "rig_busy": "rig_busy",
+        "rig_busy": "rig_busy: the rig already has an active session, …",
         "desktop_unavailable": "desktop_unavailable: locked",
         "frame_expired": "frame_expired: take a fresh screenshot or observe",
         "webhook_limit": "webhook_limit",
@@ -157,6 +157,44 @@ _INPUT_CONFLICT_EXAMPLES: dict[str, dict[str, Any]] = {
         "stopped_at": 0,
     },
 }
+
+
+class RigConflictOut(ErrorOut):
+    """A 409 of starting a session: `rig_offline`, or `rig_busy` naming the session
+    that holds the rig."""
+
+    active_session_id: str | None = Field(
+        default=None,
+        description=(
+            "rig_busy: the rig's active session (end it with `DELETE "
+            "/v1/sessions/{session_id}`); null when it ended meanwhile."
+        ),
+    )
+
+
+_BUSY_SESSION = "ses_0f3c6a2b9d1e4f5a6b7c8d9e"
+_RIG_CONFLICT_EXAMPLES: dict[str, dict[str, Any]] = {
+    "rig_offline": {"error": "rig_offline"},
+    "rig_busy": {
+        "error": (
+            f"rig_busy: the rig already has an active session, {_BUSY_SESSION}; end it with "
+            f"DELETE /v1/sessions/{_BUSY_SESSION}, or wait for it to end"
+        ),
+        "active_session_id": _BUSY_SESSION,
+    },
+}
+
+
+def session_start_error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """Starting a session's errors: its 409 `rig_busy` names the active session."""
+    responses = error_responses(409, *statuses)
+    responses[409] = _error_response(
+        409,
+        RigConflictOut,
+        "rig_offline / rig_busy (+ active_session_id: the session holding the rig)",
+        _RIG_CONFLICT_EXAMPLES,
+    )
+    return responses
 
 
 def input_error_responses(

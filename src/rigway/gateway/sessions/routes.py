@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.errors_openapi import error_responses
+from rigway.gateway.errors_openapi import error_responses, session_start_error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
 from rigway.gateway.sessions.schemas import CreateSessionIn, SessionListOut, SessionOut
@@ -20,7 +20,7 @@ router = APIRouter(tags=["sessions"])
     response_model=SessionOut,
     status_code=201,
     summary="Start a session on a rig",
-    responses=error_responses(401, 403, 404, 409, 429, 502, 504),
+    responses=session_start_error_responses(401, 403, 404, 429, 502, 504),
 )
 async def create_session(request: Request, body: CreateSessionIn, caller: ApiCaller) -> SessionOut:
     """Starts a metered session (scope `sessions`). Checks in order: the rig exists in
