@@ -8,6 +8,9 @@ $(VENV_STAMP): pyproject.toml
 	python3 -m venv .venv
 	.venv/bin/pip install --quiet --upgrade pip uv
 	.venv/bin/uv pip install --quiet --python $(PY) -e '.[dev]'
+	python3 -m venv .venv/tools/openapi-client
+	.venv/bin/uv pip install --quiet --python .venv/tools/openapi-client/bin/python \
+	  openapi-python-client
 	touch $(VENV_STAMP)
 
 setup: $(VENV_STAMP)

@@ -17,7 +17,11 @@ import pytest
 from tests.e2e.harness import running_stack
 
 OPENAPI = Path(__file__).parents[2] / "docs" / "openapi.json"
-GENERATOR = Path(sys.executable).parent / "openapi-python-client"
+# In a venv of its own beside the project's (`make setup`): it pins typer below its
+# current release.
+GENERATOR = (
+    Path(sys.executable).parents[1] / "tools" / "openapi-client" / "bin" / "openapi-python-client"
+)
 PACKAGE = "rigway_generated_client"
 # openapi-python-client reads only JSON bodies unless told to take others as bytes; and
 # no post-hooks, so generating needs no formatter on PATH.
