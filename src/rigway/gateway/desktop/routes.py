@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
@@ -32,6 +33,7 @@ from rigway.gateway.desktop.schemas import (
     WaitOut,
 )
 from rigway.gateway.desktop.service import ScreenParams, Screenshot
+from rigway.gateway.errors import InvalidRequest
 from rigway.gateway.errors_openapi import error_responses, input_error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
@@ -79,21 +81,59 @@ _INPUT_EXAMPLES: dict[str, Any] = {
 _CACHED = ';desc="cached"'
 
 
-def _bounded(name: str) -> Any:
-    bounds = SCREEN_QUERY_BOUNDS[name]
-    return Query(ge=bounds.low, le=bounds.high, description=SCREEN_QUERY_DESCRIPTIONS[name])
+_DIGITS = re.compile(DECIMAL_DIGITS)
 
 
-async def screen_params(
-    max_width: Annotated[int | None, _bounded("max_width"), DIGITS_ONLY] = None,
-    quality: Annotated[int, _bounded("quality"), DIGITS_ONLY] = DEFAULT_QUALITY,
-    x: Annotated[int | None, _bounded("x"), DIGITS_ONLY] = None,
-    y: Annotated[int | None, _bounded("y"), DIGITS_ONLY] = None,
-    w: Annotated[int | None, _bounded("w"), DIGITS_ONLY] = None,
-    h: Annotated[int | None, _bounded("h"), DIGITS_ONLY] = None,
-) -> ScreenParams:
-    return ScreenParams.from_query(quality=quality, max_width=max_width, x=x, y=y, w=w, h=h)
+def read_screen_query(query: Mapping[str, str]) -> ScreenParams:
+    """The screen's query parameters (screenshot and observe), read as the API documents
+    them: decimal integers within `SCREEN_QUERY_BOUNDS`, a region whole or not at all.
 
+    Read here rather than declared as six FastAPI query parameters: validating those one
+    by one cost about 0.3 ms a call (docs/decisions/0016-one-request-path-on-public-
+    apis.md), paid on every screenshot an agent takes. `SCREEN_QUERY_OPENAPI` documents
+    them."""
+    values: dict[str, int] = {}
+    for name, bounds in SCREEN_QUERY_BOUNDS.items():
+        raw = query.get(name)
+        if raw is None:
+            continue
+        if _DIGITS.fullmatch(raw) is None:
+            raise InvalidRequest(f"query.{name}: expected a whole number written in decimal digits")
+        value = int(raw)
+        if not bounds.low <= value <= bounds.high:
+            raise InvalidRequest(f"query.{name}: must be from {bounds.low} to {bounds.high}")
+        values[name] = value
+    return ScreenParams.from_query(
+        quality=values.get("quality", DEFAULT_QUALITY),
+        max_width=values.get("max_width"),
+        x=values.get("x"),
+        y=values.get("y"),
+        w=values.get("w"),
+        h=values.get("h"),
+    )
+
+
+async def screen_params(request: Request) -> ScreenParams:
+    return read_screen_query(request.query_params)
+
+
+SCREEN_QUERY_OPENAPI: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": name,
+            "in": "query",
+            "required": False,
+            "description": SCREEN_QUERY_DESCRIPTIONS[name],
+            "schema": {
+                "type": "integer",
+                "minimum": bounds.low,
+                "maximum": bounds.high,
+                **({"default": DEFAULT_QUALITY} if name == "quality" else {}),
+            },
+        }
+        for name, bounds in SCREEN_QUERY_BOUNDS.items()
+    ]
+}
 
 Screen = Annotated[ScreenParams, Depends(screen_params)]
 
@@ -139,6 +179,7 @@ _SCREENSHOT_HEADERS = {
         },
         **_SCREEN_ERRORS,
     },
+    openapi_extra=SCREEN_QUERY_OPENAPI,
 )
 async def screenshot(
     request: Request, session_id: SessionId, caller: ApiCaller, screen: Screen
@@ -199,6 +240,7 @@ async def dirty(request: Request, session_id: SessionId, caller: ApiCaller) -> D
     response_model=ObserveOut,
     summary="Observe: image, changes, targets and text in one call",
     responses=_OBSERVE_ERRORS,
+    openapi_extra=SCREEN_QUERY_OPENAPI,
 )
 async def observe(
     request: Request,
