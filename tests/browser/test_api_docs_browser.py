@@ -4,31 +4,15 @@ the API's operations with no network."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import pytest
-from playwright.async_api import Browser, Page, Route, async_playwright
+from playwright.async_api import Browser, Page, Route
 
-from tests.browser.test_console_browser import CHROMIUM, CHROMIUM_ARGS, PAGE_TIMEOUT_MS
+from tests.browser.chromium import BROWSER_TESTS
+from tests.browser.test_console_browser import PAGE_TIMEOUT_MS
 from tests.e2e.harness import running_stack
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium"
-    ),
-]
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
-        )
-        yield launched
-        await launched.close()
+pytestmark = BROWSER_TESTS
 
 
 async def _offline_page(browser: Browser, base_url: str, blocked: list[str]) -> Page:

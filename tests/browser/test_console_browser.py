@@ -12,44 +12,19 @@ from typing import Any
 import httpx2
 import pytest
 import trustme
-from playwright.async_api import Browser, Dialog, Page, async_playwright
+from playwright.async_api import Browser, Dialog, Page
 
 from rigway.gateway.webhooks.schemas import CreateWebhookIn
 from rigway.webhooks import verify
+from tests.browser.chromium import BROWSER_TESTS
 from tests.e2e.harness import Stack, running_stack
 from tests.gateway.console.pages import PASSWORD, add_owner
 from tests.gateway.webhooks.receiver import HttpsReceiver
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 OWNER = "owner@example.com"
 PAGE_TIMEOUT_MS = 15_000
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium"
-    ),
-]
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
-        )
-        yield launched
-        await launched.close()
+pytestmark = BROWSER_TESTS
 
 
 @pytest.fixture(scope="module")

@@ -3,39 +3,21 @@ values change on the open page, with no reload, as console.js polls /console/liv
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page
 
 from rigway.gateway.clock import FakeClock
+from tests.browser.chromium import BROWSER_TESTS
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.gateway.console.pages import PASSWORD, add_owner
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 OWNER = "owner@example.com"
 # Long enough for a few of console.js's polls (every 4 s).
 PAGE_TIMEOUT_MS = 20_000
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="Debian's chromium is not installed at /usr/bin/chromium"
-    ),
-]
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS
-        )
-        yield launched
-        await launched.close()
+pytestmark = BROWSER_TESTS
 
 
 async def _signed_in_page(browser: Browser, stack: Stack) -> Page:
