@@ -22,6 +22,7 @@ from rigway.gateway.ids import new_id
 from rigway.gateway.sessions.schemas import EndReason, SessionStatus
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
 from tests.gateway.console.pages import ConsolePages, add_owner
+from tests.support.log_records import log_records
 
 pytestmark = pytest.mark.postgres
 
@@ -255,7 +256,10 @@ async def test_last_seen_moves_while_a_rig_is_online_and_stops_when_it_goes(
             first = (await owner.client.get("/console/live.json")).json()[key]
             clock.advance(65)
             moved = (await owner.client.get("/console/live.json")).json()[key]
-            await stack.stop_agent(rig_id)
+            with log_records("rigway.gateway.hostlink.routes") as records:
+                await stack.stop_agent(rig_id)
+                # The route says so once it has written the time the link closed.
+                await records.wait_for(f"host {rig_id} disconnected")
             clock.advance(65)
             offline = (await owner.client.get("/console/live.json")).json()
     assert (first, moved) == ("2026-03-01 12:00:00 UTC", "2026-03-01 12:01:05 UTC")

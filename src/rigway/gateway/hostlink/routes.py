@@ -82,8 +82,10 @@ async def agent_connect(websocket: WebSocket) -> None:
     try:
         await connection.serve()
     finally:
+        # Taken in the tick the link closed: "last seen" while the rig is offline.
+        closed_at = services.clock.now()
         try:
-            await services.rigs.record_seen(rig.id)
+            await services.rigs.record_seen(rig.id, closed_at)
         finally:
             if services.registry.detach(connection):
                 services.timers.host_disconnected(rig.id)

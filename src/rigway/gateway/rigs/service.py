@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
@@ -142,13 +142,13 @@ class RigService:
             rig.lan = hello.lan
             rig.last_seen_at = self._clock.now()
 
-    async def record_seen(self, rig_id: str) -> None:
-        """Its agent was heard until now: its link is closing. What the console shows as
-        "last seen" while the rig is offline."""
+    async def record_seen(self, rig_id: str, at: datetime) -> None:
+        """Its agent was heard until `at`, when its link closed. What the console shows
+        as "last seen" while the rig is offline."""
         async with self._db_sessions.begin() as db:
             rig = await db.get(Rig, rig_id)
             if rig is not None:
-                rig.last_seen_at = self._clock.now()
+                rig.last_seen_at = at
 
     async def update(
         self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
