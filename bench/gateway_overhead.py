@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.gateway_sim import _changed_screen, _checkbox_centre
+from bench.gateway_sim import changed_screen, checkbox_centre
 from bench.lean_http import LeanClient
 from bench.local_stack import rigway_up
 from bench.stats import p50, row
@@ -59,12 +59,12 @@ def overhead_block(source: Path, floor_desktop: SimDesktop) -> list[float]:
         with LeanClient(local["base_url"], headers) as client:
             created = client.post("/v1/sessions", json={"rig_id": local["rig_ids"][0]})
             session = created.json()["session_id"]
-            x, y = _checkbox_centre(client, session)
+            x, y = checkbox_centre(client, session)
             click = {"events": [{"type": "mouse_click", "x": x, "y": y}]}
             for _ in range(20):  # warm-up: connections, encoder
                 client.post(f"/v1/sessions/{session}/input", json=click)
                 client.get(f"/v1/sessions/{session}/screenshot")
-            samples = _changed_screen(client, session, click, floor_desktop, (85,))
+            samples = changed_screen(client, session, click, floor_desktop, (85,))
             client.delete(f"/v1/sessions/{session}")
     return [rtt - host for rtt, host in zip(samples["rtt"], samples["host"], strict=True)]
 

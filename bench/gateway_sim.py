@@ -38,13 +38,13 @@ _HOST_JPEG = re.compile(r"host-jpeg;dur=([0-9.]+)")
 _LINK = re.compile(r"link;dur=([0-9.]+)")
 
 
-def _checkbox_centre(client: LeanClient, session: str) -> tuple[int, int]:
+def checkbox_centre(client: LeanClient, session: str) -> tuple[int, int]:
     targets = client.get(f"/v1/sessions/{session}/targets").json()["targets"]
     box = next(t for t in targets if t["role"] == "check box")
     return box["x"] + box["w"] // 2, box["y"] + box["h"] // 2
 
 
-def _changed_screen(
+def changed_screen(
     client: LeanClient,
     session: str,
     click: dict[str, Any],
@@ -89,14 +89,14 @@ def main() -> None:
         with LeanClient(local["base_url"], headers) as client:
             created = client.post("/v1/sessions", json={"rig_id": local["rig_ids"][0]})
             session = created.json()["session_id"]
-            x, y = _checkbox_centre(client, session)
+            x, y = checkbox_centre(client, session)
             click = {"events": [{"type": "mouse_click", "x": x, "y": y}]}
             floor_desktop = SimDesktop()
             for _ in range(20):  # warm-up: connections, SHM, encoder
                 client.post(f"/v1/sessions/{session}/input", json=click)
                 client.get(f"/v1/sessions/{session}/screenshot")
-            strips = _changed_screen(client, session, click, floor_desktop, (85,))
-            whole = _changed_screen(client, session, click, floor_desktop, (85, 84))
+            strips = changed_screen(client, session, click, floor_desktop, (85,))
+            whole = changed_screen(client, session, click, floor_desktop, (85, 84))
             unchanged_ms: list[float] = []
             after_idle_ms: list[float] = []
             observe_ms: list[float] = []
