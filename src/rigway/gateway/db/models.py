@@ -17,7 +17,9 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
+    false,
     text,
+    true,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -104,6 +106,13 @@ class Rig(Base):
     last_seen_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     unpaired_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
+    # The owner's controls: API sessions only in `app` mode; how long the rig's own
+    # keyboard and mouse must rest before API input is accepted again; recordings.
+    app_mode_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    owner_idle_s: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
+    recordings_allowed: Mapped[bool] = mapped_column(
+        Boolean, default=True, server_default=true()
+    )
 
 
 class PairingCode(Base):
@@ -142,6 +151,7 @@ class Session(Base):
     capture_mode: Mapped[str | None] = mapped_column(String(32), nullable=True)
     native_width: Mapped[int | None] = mapped_column(Integer, nullable=True)
     native_height: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    record: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Webhook(Base):
