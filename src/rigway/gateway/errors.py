@@ -8,6 +8,7 @@ Body: `{"error": "<code>"}` or `{"error": "<code>: <detail>"}` (docs/api.md, Err
     ├── InvalidConsoleToken       401 invalid_console_token
     ├── ApiAccessDisabled         403 api_access_disabled
     ├── InsufficientScope         403 insufficient_scope
+    ├── OwnerForbids              403 mode_not_allowed / recording_not_allowed (owner controls)
     ├── NotFound                  404 <thing>_not_found
     ├── Conflict                  409 rig_offline / rig_busy / webhook_limit / wake_unavailable
     │   │                             / key_limit_reached (50 active API keys already)
@@ -68,6 +69,13 @@ class ApiAccessDisabled(ApiError):
 class InsufficientScope(ApiError):
     status = 403
     code = "insufficient_scope"
+
+
+class OwnerForbids(ApiError):
+    """The rig's owner does not allow what the session asks for."""
+
+    status = 403
+    code = "mode_not_allowed"
 
 
 class NotFound(ApiError):

@@ -86,6 +86,8 @@ class Region(_Body):
 class SessionStart(_Body):
     session_id: str
     mode: Literal["desktop", "app"] = "desktop"
+    # API input waits until the rig's own keyboard and mouse have rested this long.
+    owner_idle_s: int = Field(default=10, ge=0, le=3600)
 
 
 class SessionStarted(_Body):

@@ -110,9 +110,7 @@ class Rig(Base):
     # keyboard and mouse must rest before API input is accepted again; recordings.
     app_mode_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     owner_idle_s: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
-    recordings_allowed: Mapped[bool] = mapped_column(
-        Boolean, default=True, server_default=true()
-    )
+    recordings_allowed: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class PairingCode(Base):

@@ -36,6 +36,9 @@ class LiveSession:
     # host's damage is the rig's, not the session's: until then the caller has seen
     # nothing of the screen, so the first take reports the whole desktop as changed.
     has_taken_dirty: bool = False
+    record: bool = False
+    # "api", or "human" while a person who took control drives the input.
+    control: str = "api"
 
     @classmethod
     def from_row(cls, row: Session) -> LiveSession:
@@ -52,6 +55,7 @@ class LiveSession:
             native_width=row.native_width,
             native_height=row.native_height,
             capture_mode=row.capture_mode,
+            record=row.record,
         )
 
     def record_activity(self, now: datetime, actions: int) -> None:

@@ -13,6 +13,8 @@ from rigway.protocol.ops import DesktopState
 
 SessionMode = Literal["desktop", "app"]
 SessionStatus = Literal["active", "ended", "failed"]
+# Who drives the session's input now: the API caller, or a human who took control.
+SessionControl = Literal["api", "human"]
 EndReason = Literal[
     "client", "owner_kill", "idle_timeout", "max_age", "timeout", "host_gone", "unpaired"
 ]
@@ -35,8 +37,10 @@ class CreateSessionIn(BaseModel):
     mode: SessionMode = Field(
         default="desktop",
         description=(
-            "`desktop`: the whole desktop. `app`: a session meant to drive the apps it "
-            "launches (`/app/launch`); the same operations work in both."
+            "`desktop`: the whole desktop. `app`: only the windows of the apps the "
+            "session launches (`/app/launch`): screen operations cover its frontmost "
+            "launched-app window, other windows' pixels are blacked out. Refused with "
+            "`403 mode_not_allowed` where the rig's owner allows only `app`."
         ),
     )
     # Absent: the gateway's configured default (settings.default_idle_timeout_s), which
@@ -50,6 +54,15 @@ class CreateSessionIn(BaseModel):
         default=None,
         description="60 to 3600; absent: the gateway's default (900 unless configured)",
         json_schema_extra=_drop_default,
+    )
+
+    record: bool = Field(
+        default=False,
+        description=(
+            "Keep a recording (frames served, input batches with receipts, targets, "
+            "timings) readable at `GET /v1/sessions/{id}/recording`. Refused with "
+            "`403 recording_not_allowed` where the rig's owner does not allow recordings."
+        ),
     )
 
     @field_validator("idle_timeout_seconds", mode="before")
@@ -78,6 +91,10 @@ SESSION_EXAMPLE: JsonDict = {
     "native_width": 1280,
     "native_height": 800,
     "desktop_state": "normal",
+    "record": False,
+    "control": "api",
+    "owner_active": False,
+    "app_window": None,
     "displays": [{"x": 0, "y": 0, "width": 1280, "height": 800, "scale": 1.0, "primary": True}],
 }
 
@@ -126,6 +143,29 @@ class SessionOut(BaseModel):
     displays: list[DisplayOut] = Field(
         default_factory=list,
         description="The rig's monitors while active and its host connected; [] otherwise.",
+    )
+    record: bool = Field(default=False, description="Whether the session is recorded.")
+    control: SessionControl = Field(
+        default="api",
+        description=(
+            "`api` while API input drives the rig; `human` while a person who took "
+            "control does (API input then answers `409 human_in_control`)."
+        ),
+    )
+    owner_active: bool = Field(
+        default=False,
+        description=(
+            "True while the rig's owner uses its own keyboard or mouse: API input "
+            "answers `409 owner_active` until the rig has rested for the owner's delay."
+        ),
+    )
+    app_window: list[int] | None = Field(
+        default=None,
+        description=(
+            "`app` mode: `[x, y, w, h]` (native pixels) of the frontmost window of the "
+            "session's launched apps, which screen operations cover; null while there "
+            "is none, and always in `desktop` mode."
+        ),
     )
 
 

@@ -20,12 +20,13 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.clock import Clock
-from rigway.gateway.db.models import Session
+from rigway.gateway.db.models import Rig, Session
 from rigway.gateway.errors import (
     ApiAccessDisabled,
     Conflict,
     HostError,
     HostTimeout,
+    OwnerForbids,
     RateLimited,
     RigBusy,
     SessionEnded,
@@ -99,6 +100,8 @@ class SessionService:
             native_height=row.native_height,
             desktop_state=None if live is None else self._registry.desktop_state(row.rig_id),
             displays=[] if live is None else displays_out(self._registry.displays(row.rig_id)),
+            record=row.record,
+            control="api" if live is None else live.control,  # type: ignore[arg-type]
         )
 
     async def get(self, account_id: str, session_id: str) -> SessionOut:
@@ -128,11 +131,11 @@ class SessionService:
     async def create(
         self, account_id: str, api_key_id: str | None, request: CreateSessionIn
     ) -> SessionOut:
-        row = await self._insert_active(account_id, api_key_id, request)
+        row, owner_idle_s = await self._insert_active(account_id, api_key_id, request)
         live = LiveSession.from_row(row)
         self.live.add(live)
         try:
-            started = await self._start_on_host(row)
+            started = await self._start_on_host(row, owner_idle_s)
         except (HostError, HostTimeout):
             # The record first: should it fail, the session stays live here, where the
             # reaper can still end it, rather than active in the store and nowhere else.
@@ -170,7 +173,8 @@ class SessionService:
 
     async def _insert_active(
         self, account_id: str, api_key_id: str | None, request: CreateSessionIn
-    ) -> Session:
+    ) -> tuple[Session, int]:
+        """The new active session's row, and the rig owner's idle delay for its host."""
         now = self._clock.now()
         try:
             async with self._db_sessions.begin() as db:
@@ -182,6 +186,7 @@ class SessionService:
                     raise rig_not_found()
                 if not rig.api_access_enabled:
                     raise ApiAccessDisabled("the rig's owner has not enabled API access")
+                _check_owner_controls(rig, request)
                 if not self._registry.is_online(rig.id):
                     raise Conflict("the rig is offline", code="rig_offline")
                 active = await repository.count_active(db, account_id)
@@ -214,11 +219,12 @@ class SessionService:
                         else request.idle_timeout_seconds
                     ),
                     action_count=0,
+                    record=request.record,
                 )
                 db.add(row)
         except IntegrityError as exc:
             raise RigBusy(await self._active_session_on(request.rig_id)) from exc
-        return row
+        return row, rig.owner_idle_s
 
     async def _active_session_on(self, rig_id: str) -> str | None:
         """The id of the rig's active session, read after the refused insert rolled back
@@ -227,11 +233,15 @@ class SessionService:
             active = await repository.active_on_rig(db, rig_id)
         return None if active is None else active.id
 
-    async def _start_on_host(self, row: Session) -> ops.SessionStarted:
+    async def _start_on_host(self, row: Session, owner_idle_s: int) -> ops.SessionStarted:
         connection = self._registry.get(row.rig_id)
         if connection is None:
             raise HostError("the rig went offline while the session started")
-        body = ops.SessionStart(session_id=row.id, mode=row.mode).model_dump()  # type: ignore[arg-type]
+        body = ops.SessionStart(
+            session_id=row.id,
+            mode=row.mode,  # type: ignore[arg-type]
+            owner_idle_s=owner_idle_s,
+        ).model_dump()
         try:
             reply = await connection.request(
                 ops.SESSION_START, body, self._settings.session_start_timeout_s
@@ -407,3 +417,13 @@ class SessionService:
         while self._background:
             with contextlib.suppress(Exception):
                 await asyncio.gather(*self._background)
+
+
+def _check_owner_controls(rig: Rig, request: CreateSessionIn) -> None:
+    """What the rig's owner allows API sessions (the console's rig settings)."""
+    if rig.app_mode_only and request.mode != "app":
+        raise OwnerForbids("the rig's owner allows only app sessions (mode: app)")
+    if request.record and not rig.recordings_allowed:
+        raise OwnerForbids(
+            "the rig's owner does not allow recordings", code="recording_not_allowed"
+        )

@@ -23,9 +23,7 @@ def upgrade() -> None:
             sa.Column("owner_idle_s", sa.Integer(), nullable=False, server_default="10")
         )
         batch_op.add_column(
-            sa.Column(
-                "recordings_allowed", sa.Boolean(), nullable=False, server_default=sa.true()
-            )
+            sa.Column("recordings_allowed", sa.Boolean(), nullable=False, server_default=sa.true())
         )
     with op.batch_alter_table("sessions", schema=None) as batch_op:
         batch_op.add_column(
