@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -191,3 +192,33 @@ class WebhookOutbox(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     dispatched_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True, index=True)
+
+
+class Recording(Base):
+    """A recorded session's tally (`record: true`); its steps are `recording_steps`.
+    Kept until the retention after its session ended (recordings/tasks.py)."""
+
+    __tablename__ = "recordings"
+    session_id: Mapped[str] = mapped_column(ForeignKey("sessions.id"), primary_key=True)
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    step_count: Mapped[int] = mapped_column(Integer, default=0)
+    frame_count: Mapped[int] = mapped_column(Integer, default=0)
+    total_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    # Steps past the size cap, not kept (the archive's manifest says how many).
+    dropped_steps: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class RecordingStep(Base):
+    """One step of a recording: a screenshot, an observe (with its targets) or an input
+    batch (with its receipts and outcome), and the JPEG the step served, if any."""
+
+    __tablename__ = "recording_steps"
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("recordings.session_id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime] = mapped_column(UtcDateTime())
+    step: Mapped[dict[str, Any]] = mapped_column(JSON)
+    jpeg: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True)
