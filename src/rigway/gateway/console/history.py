@@ -17,7 +17,7 @@ from rigway.gateway.db.models import Session
 from rigway.gateway.sessions.live import billed_minutes
 from rigway.gateway.sessions.schemas import SessionOut
 
-__all__ = ["ConsoleHistory", "EndedSession", "EndedSessionsPage", "MonthUsage"]
+__all__ = ["ConsoleHistory", "EndedSession", "EndedSessionsPage", "MonthUsage", "key_label"]
 
 ENDED_SESSIONS_PAGE_SIZE = 25
 USAGE_MONTHS = 12
@@ -65,7 +65,7 @@ class ConsoleHistory:
                 db, account_id, offset=(page - 1) * self._page_size, limit=self._page_size + 1
             )
         sessions = [
-            EndedSession(self._session_view(row), _key_label(name, prefix))
+            EndedSession(self._session_view(row), key_label(name, prefix))
             for row, name, prefix in rows[: self._page_size]
         ]
         return EndedSessionsPage(sessions, page, has_next=len(rows) > self._page_size)
@@ -92,7 +92,8 @@ class ConsoleHistory:
         ]
 
 
-def _key_label(name: str | None, prefix: str | None) -> str:
+def key_label(name: str | None, prefix: str | None) -> str:
+    """How the console names an API key: its name and prefix, or what is known."""
     if prefix is None:
         return NO_KEY_LABEL
     return f"{name} ({prefix}…)" if name else f"{prefix}…"

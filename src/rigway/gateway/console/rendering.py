@@ -18,7 +18,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from rigway.gateway.console.csrf import CsrfRejected, csrf_token_for
 from rigway.gateway.console.live import duration_words, when
 from rigway.gateway.console.session import SESSION_COOKIE, SignedIn, SignInRequired
-from rigway.gateway.console.wording import END_REASON_WORDS, end_reason_words, session_status_words
+from rigway.gateway.console.wording import (
+    END_REASON_WORDS,
+    control_words,
+    end_reason_words,
+    session_mode_words,
+    session_status_words,
+)
 from rigway.gateway.errors import ApiError
 from rigway.gateway.static_files import StaticFiles
 
@@ -55,6 +61,7 @@ SECURITY_HEADERS: Mapping[str, str] = {
 NOTICES: Mapping[str, str] = {
     "key_revoked": "The key is revoked: its next request gets 401.",
     "rig_renamed": "The rig is renamed.",
+    "rig_settings_saved": "The rig's settings are saved: sessions started from now on follow them.",
     "api_enabled": "API access is on: agents with a key can start sessions on this rig.",
     "api_disabled": "API access is off: new sessions on this rig are refused.",
     "rig_unpaired": "The rig is unpaired; its token no longer works.",
@@ -94,6 +101,8 @@ _environment.filters["when"] = when
 _environment.filters["duration"] = duration_words
 _environment.filters["end_reason"] = end_reason_words
 _environment.filters["session_status"] = session_status_words
+_environment.filters["session_mode"] = session_mode_words
+_environment.filters["control"] = control_words
 _environment.globals["static_url"] = STATIC_FILES.url
 
 

@@ -1,5 +1,6 @@
 """The only SQL of the console: reads the pages need that no API route makes (the
-account's ended sessions with the key that ran them, the sessions a usage total sums)."""
+account's ended sessions with the key that ran them, the sessions a usage total sums,
+the name of the key running a rig's live session)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,13 @@ async def sessions_started_since(
         Session.account_id == account_id, Session.started_at >= since
     )
     return [(started, ended, status) for started, ended, status in await db.execute(query)]
+
+
+async def api_key_name_and_prefix(
+    db: DbSession, api_key_id: str | None
+) -> tuple[str | None, str | None]:
+    """The key's name and prefix, revoked or not; (None, None) for no key."""
+    if api_key_id is None:
+        return None, None
+    key = await db.get(ApiKey, api_key_id)
+    return (None, None) if key is None else (key.name, key.key_prefix)

@@ -1,7 +1,11 @@
-"""Rig pages: list with live state, pairing codes, rename, API access, unpair, wake,
-and the live session's screenshot.
+"""Rig pages: list with live state, one rig's page with its session and settings,
+pairing codes, rename, API access, unpair, wake, and the live session's screenshot.
 
     GET  /console/rigs                          list
+    GET  /console/rigs/{id}                     one rig: its session now (key, mode, apps,
+                                                take control, end) and the owner's settings
+    POST /console/rigs/{id}/settings            app_mode_only, owner_idle_s,
+                                                recordings_allowed (the owner controls)
     POST /console/rigs/pairing-code             a one-time code, shown in this answer only
     POST /console/rigs/{id}/rename              name
     POST /console/rigs/{id}/api-access          enabled=true|false
@@ -19,12 +23,13 @@ from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
 from rigway.gateway.console.csrf import CheckedUser
-from rigway.gateway.console.live import rig_values
+from rigway.gateway.console.live import rig_values, session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
+from rigway.gateway.console.rig_page import CHECKBOX_ON, current_session, owner_controls_from_form
 from rigway.gateway.console.session import SignedInUser
 from rigway.gateway.desktop.service import ScreenParams
 from rigway.gateway.errors import NotFound
-from rigway.gateway.rigs.schemas import UpdateRigIn
+from rigway.gateway.rigs.schemas import OWNER_IDLE_MAX_S, UpdateRigIn
 from rigway.gateway.services import services_of
 
 router = APIRouter(route_class=ConsoleRoute)
@@ -39,6 +44,46 @@ async def rigs_page(request: Request, user: SignedInUser) -> Response:
     now = services.clock.now()
     live = {key: value for rig in rigs for key, value in rig_values(rig, now).items()}
     return render(request, "rigs.html", user=user, rigs=rigs, live=live)
+
+
+@router.get("/rigs/{rig_id}")
+async def rig_page(request: Request, rig_id: str, user: SignedInUser) -> Response:
+    services = services_of(request)
+    rig = services.rigs.view(await services.rigs.get(user.account_id, rig_id))  # 404: not ours
+    current = await current_session(services, user.account_id, rig.id)
+    live = rig_values(rig, services.clock.now())
+    if current is not None:
+        live.update(session_values(current.session))
+    return render(
+        request,
+        "rig.html",
+        user=user,
+        rig=rig,
+        current=current,
+        live=live,
+        checkbox_on=CHECKBOX_ON,
+        owner_idle_max_s=OWNER_IDLE_MAX_S,
+    )
+
+
+@router.post("/rigs/{rig_id}/settings")
+async def save_rig_settings(
+    request: Request,
+    rig_id: str,
+    user: CheckedUser,
+    owner_idle_s: Annotated[str, Form(max_length=16)] = "",
+    app_mode_only: Annotated[str | None, Form(max_length=16)] = None,
+    recordings_allowed: Annotated[str | None, Form(max_length=16)] = None,
+) -> Response:
+    controls = owner_controls_from_form(
+        app_mode_only=app_mode_only,
+        owner_idle_s=owner_idle_s,
+        recordings_allowed=recordings_allowed,
+    )
+    await services_of(request).rig_owner.update(
+        user.account_id, rig_id, name=None, api_access_enabled=None, controls=controls
+    )
+    return redirect(f"/console/rigs/{rig_id}", notice="rig_settings_saved")
 
 
 @router.post("/rigs/pairing-code")

@@ -8,10 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = [
+    "CONTROL_WORDS",
     "END_REASON_WORDS",
     "SCOPE_WORDS",
+    "SESSION_MODE_WORDS",
     "SESSION_STATUS_WORDS",
+    "control_words",
     "end_reason_words",
+    "session_mode_words",
     "session_status_words",
 ]
 
@@ -29,6 +33,17 @@ SESSION_STATUS_WORDS: Mapping[str, str] = {
     "active": "live",
     "ended": "ended",
     "failed": "failed to start",
+}
+
+SESSION_MODE_WORDS: Mapping[str, str] = {
+    "desktop": "the whole desktop",
+    "app": "only the apps it launched",
+}
+
+# Who drives a live session's input (the Session's `control`).
+CONTROL_WORDS: Mapping[str, str] = {
+    "api": "the agent, through the API",
+    "human": "a person who took control",
 }
 
 
@@ -52,3 +67,11 @@ def end_reason_words(code: str | None) -> str:
 
 def session_status_words(code: str) -> str:
     return SESSION_STATUS_WORDS.get(code, code.replace("_", " "))
+
+
+def session_mode_words(code: str) -> str:
+    return SESSION_MODE_WORDS.get(code, code.replace("_", " "))
+
+
+def control_words(code: str) -> str:
+    return CONTROL_WORDS.get(code, code.replace("_", " "))

@@ -351,14 +351,20 @@ class DesktopService:
         # An action, but not activity: only screenshot, observe and input keep a session
         # from idling out (the session rules in docs/api.md).
         live.count_actions(1)
-        return _parse_reply(ops.AppLaunched, reply.body).pid
+        pid = _parse_reply(ops.AppLaunched, reply.body).pid
+        live.add_launched_app(pid, path)
+        return pid
 
     async def kill(self, live: LiveSession, pid: int | None) -> list[int]:
         reply = await self._call(
             live, ops.APP_KILL, {"pid": pid}, self._settings.host_timeout_s, "app kill"
         )
         live.count_actions(1)  # not activity, as for a launch
-        return _parse_reply(ops.AppsKilled, reply.body).killed
+        killed = _parse_reply(ops.AppsKilled, reply.body).killed
+        # Without a pid the host killed every app of the session, those that had
+        # exited by themselves included (they are not in `killed`).
+        live.forget_launched_apps(killed if pid is not None else None)
+        return killed
 
     async def observe(
         self, live: LiveSession, params: ScreenParams, *, image: bool, mark: bool

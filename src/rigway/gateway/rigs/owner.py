@@ -1,6 +1,6 @@
-"""What a rig's owner does to it beyond reading: rename, toggle API access, unpair,
-wake. These cross features (sessions end, host links close), so they live here rather
-than in `RigService`."""
+"""What a rig's owner does to it beyond reading: rename, toggle API access, set what
+API sessions may do (owner controls), unpair, wake. These cross features (sessions end,
+host links close), so they live here rather than in `RigService`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rigway.gateway.errors import Conflict, HostError
 from rigway.gateway.hostlink.connection import HostOpError, HostTimeoutError, HostUnavailableError
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.rigs.schemas import RigOut, WakeOut
-from rigway.gateway.rigs.service import RigService
+from rigway.gateway.rigs.service import OwnerControls, RigService
 from rigway.gateway.sessions.service import SessionService
 from rigway.protocol import ops
 from rigway.wol import parse_host_port, parse_mac, send_magic_packet
@@ -36,10 +36,16 @@ class RigOwnerActions:
         self._host_timeout_s = host_timeout_s
 
     async def update(
-        self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
+        self,
+        account_id: str,
+        rig_id: str,
+        *,
+        name: str | None,
+        api_access_enabled: bool | None,
+        controls: OwnerControls | None = None,
     ) -> RigOut:
         rig = await self._rigs.update(
-            account_id, rig_id, name=name, api_access_enabled=api_access_enabled
+            account_id, rig_id, name=name, api_access_enabled=api_access_enabled, controls=controls
         )
         return self._rigs.view(rig)
 

@@ -17,6 +17,7 @@ from rigway.gateway.rigs.schemas import (
     UpdateRigIn,
     WakeOut,
 )
+from rigway.gateway.rigs.service import OwnerControls
 from rigway.gateway.services import services_of
 
 router = APIRouter(tags=["rigs"])
@@ -89,16 +90,25 @@ console_router = APIRouter(tags=["console: rigs"])
 @console_router.patch(
     "/v1/rigs/{rig_id}",
     response_model=RigOut,
-    summary="Rename a rig or switch its API access",
-    responses=error_responses(401, 404),
+    summary="Rename a rig, switch its API access or set its owner controls",
+    responses=error_responses(400, 401, 404),
 )
 async def update_rig(
     request: Request, rig_id: RigId, body: UpdateRigIn, caller: ConsoleCaller
 ) -> RigOut:
-    """Renames the rig or switches its API access (console token); fields left out stay
-    as they are."""
+    """Renames the rig, switches its API access, or sets what API sessions may do on it
+    (`app_mode_only`, `owner_idle_s`, `recordings_allowed`) (console token); fields left
+    out stay as they are."""
     return await services_of(request).rig_owner.update(
-        caller.account_id, rig_id, name=body.name, api_access_enabled=body.api_access_enabled
+        caller.account_id,
+        rig_id,
+        name=body.name,
+        api_access_enabled=body.api_access_enabled,
+        controls=OwnerControls(
+            app_mode_only=body.app_mode_only,
+            owner_idle_s=body.owner_idle_s,
+            recordings_allowed=body.recordings_allowed,
+        ),
     )
 
 

@@ -42,7 +42,14 @@ RIG_EXAMPLE: JsonDict = {
     "active_session_id": None,
     "desktop_state": "normal",
     "displays": [{"x": 0, "y": 0, "width": 1280, "height": 800, "scale": 1.0, "primary": True}],
+    "app_mode_only": False,
+    "owner_idle_s": 10,
+    "recordings_allowed": True,
 }
+
+# The owner-idle delay's bounds: 0 turns the owner-presence pause off, an hour at most.
+OWNER_IDLE_MIN_S = 0
+OWNER_IDLE_MAX_S = 3600
 
 
 class RigOut(BaseModel):
@@ -72,6 +79,21 @@ class RigOut(BaseModel):
     displays: list[DisplayOut] = Field(
         default_factory=list,
         description="Its monitors, as its agent last told them; [] while offline.",
+    )
+    app_mode_only: bool = Field(
+        description=(
+            "The owner allows API sessions only in `app` mode: a `desktop` session is "
+            "403 mode_not_allowed."
+        ),
+    )
+    owner_idle_s: int = Field(
+        description=(
+            "Seconds the rig's own keyboard and mouse must rest before API input is "
+            "accepted again (409 owner_active meanwhile); 0: never paused for the owner."
+        ),
+    )
+    recordings_allowed: bool = Field(
+        description="The owner allows recorded sessions (else 403 recording_not_allowed).",
     )
 
 
@@ -125,7 +147,12 @@ class UpdateRigIn(BaseModel):
     model_config = ConfigDict(
         strict=True,
         extra="forbid",
-        json_schema_extra={"examples": [{"name": "studio-pc", "api_access_enabled": True}]},
+        json_schema_extra={
+            "examples": [
+                {"name": "studio-pc", "api_access_enabled": True},
+                {"app_mode_only": True, "owner_idle_s": 30, "recordings_allowed": False},
+            ]
+        },
     )
 
     name: StoredText | None = Field(
@@ -133,6 +160,22 @@ class UpdateRigIn(BaseModel):
     )
     api_access_enabled: bool | None = Field(
         default=None, description="Whether API keys may drive the rig."
+    )
+    app_mode_only: bool | None = Field(
+        default=None, description="Allow API sessions only in `app` mode."
+    )
+    owner_idle_s: int | None = Field(
+        default=None,
+        ge=OWNER_IDLE_MIN_S,
+        le=OWNER_IDLE_MAX_S,
+        description=(
+            "Seconds (0 to 3600) the rig's own keyboard and mouse must rest before API "
+            "input is accepted again; 0 turns the pause off. A live session keeps the "
+            "value it started with."
+        ),
+    )
+    recordings_allowed: bool | None = Field(
+        default=None, description="Allow sessions that record (`record: true`)."
     )
 
 

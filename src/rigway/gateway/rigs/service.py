@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
@@ -21,6 +22,25 @@ from rigway.gateway.rigs.schemas import PairingCodeOut, PairOut, RigOut, display
 from rigway.protocol import Hello
 from rigway.protocol.messages import DisplayInfo
 from rigway.protocol.ops import DesktopState
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerControls:
+    """What the owner allows API sessions on a rig; None leaves a control as it is.
+    Bounds are the callers' to check (`UpdateRigIn`, the console's form)."""
+
+    app_mode_only: bool | None = None
+    owner_idle_s: int | None = None
+    recordings_allowed: bool | None = None
+
+    def apply_to(self, rig: Rig) -> None:
+        if self.app_mode_only is not None:
+            rig.app_mode_only = self.app_mode_only
+        if self.owner_idle_s is not None:
+            rig.owner_idle_s = self.owner_idle_s
+        if self.recordings_allowed is not None:
+            rig.recordings_allowed = self.recordings_allowed
+
 
 # Pairing codes are typed by people: no 0/O or 1/I/L.
 _CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -70,6 +90,9 @@ class RigService:
             active_session_id=self._active_session_for(rig.id),
             desktop_state=self._desktop_state_of(rig.id),
             displays=displays_out(self._displays_of(rig.id)),
+            app_mode_only=rig.app_mode_only,
+            owner_idle_s=rig.owner_idle_s,
+            recordings_allowed=rig.recordings_allowed,
         )
 
     async def list(self, account_id: str) -> list[RigOut]:
@@ -151,8 +174,15 @@ class RigService:
                 rig.last_seen_at = at
 
     async def update(
-        self, account_id: str, rig_id: str, *, name: str | None, api_access_enabled: bool | None
+        self,
+        account_id: str,
+        rig_id: str,
+        *,
+        name: str | None,
+        api_access_enabled: bool | None,
+        controls: OwnerControls | None = None,
     ) -> Rig:
+        """Changes what is given; None leaves a field (or a control) as it is."""
         async with self._db_sessions.begin() as db:
             rig = await repository.get_for_account(db, account_id, rig_id)
             if rig is None:
@@ -161,6 +191,8 @@ class RigService:
                 rig.name = name
             if api_access_enabled is not None:
                 rig.api_access_enabled = api_access_enabled
+            if controls is not None:
+                controls.apply_to(rig)
         return rig
 
     async def unpair(self, account_id: str, rig_id: str) -> Rig:

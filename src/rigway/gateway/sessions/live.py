@@ -8,10 +8,19 @@ so a screenshot costs no SQL write.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rigway.gateway.db.models import Session
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchedApp:
+    """An app this session launched through the API and has not killed through it (it
+    may have exited by itself since: the host reports only launches and kills)."""
+
+    pid: int
+    path: str
 
 
 @dataclass(slots=True)
@@ -39,6 +48,8 @@ class LiveSession:
     record: bool = False
     # "api", or "human" while a person who took control drives the input.
     control: str = "api"
+    # What the owner's console shows this session launched, oldest first.
+    launched_apps: list[LaunchedApp] = field(default_factory=list)
 
     @classmethod
     def from_row(cls, row: Session) -> LiveSession:
@@ -67,6 +78,16 @@ class LiveSession:
         `action_count`, while the idle timer keeps running."""
         self.action_count += actions
         self.has_unflushed_activity = True
+
+    def add_launched_app(self, pid: int, path: str) -> None:
+        self.launched_apps.append(LaunchedApp(pid, path))
+
+    def forget_launched_apps(self, pids: list[int] | None) -> None:
+        """Forgets the apps killed: `pids`, or all of them (None)."""
+        killed = set(pids or ())
+        self.launched_apps = [
+            app for app in self.launched_apps if pids is not None and app.pid not in killed
+        ]
 
     def idle_deadline(self) -> datetime | None:
         """When it times out idle; None while an input batch runs (busy, not idle)."""
