@@ -54,6 +54,8 @@ class FakeDesktop:
         self.state_error: Exception | None = None
         self._state_reads = 0
         self._state_read = threading.Condition()
+        # What `last_local_input` answers: the owner's last input (monotonic seconds).
+        self.local_input_at: float | None = None
 
     def set_desktop_state(self, state: DesktopState) -> None:
         self.state = state
@@ -141,6 +143,9 @@ class FakeDesktop:
             raise self.state_error
         return self.state
 
+    def last_local_input(self) -> float | None:
+        return self.local_input_at
+
     def displays(self) -> list[Display]:
         width, height = self.size
         return [Display(0, 0, width, height, scale=1.0, primary=True)]
@@ -210,6 +215,9 @@ class RecordingDesktop:
 
     def desktop_state(self) -> DesktopState:
         return self.inner.desktop_state()
+
+    def last_local_input(self) -> float | None:
+        return self.inner.last_local_input()
 
     def displays(self) -> list[Display]:
         return self.inner.displays()

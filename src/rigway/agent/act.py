@@ -21,7 +21,8 @@ Without damage (`has_damage` false) nothing can be watched: `changed` is always 
 an expectation counts as met, and a settle never settles.
 
 Before anything runs, the desktop must be drivable (`require_drivable`, on the input
-worker, as ever) and, with `require_unchanged`, the screen must not have changed near
+worker, as ever), its owner not using it (`require_owner_idle`, likewise: 409
+`owner_active`) and, with `require_unchanged`, the screen must not have changed near
 any point the batch gives as x,y since the caller's frame (`stale_frame`).
 
 Interrupts keep their meaning: the guard's epoch, read when the batch is accepted,
@@ -53,6 +54,7 @@ from rigway.agent.input_runner import (
     InputInterruptedError,
     run_event,
 )
+from rigway.agent.owner_presence import OwnerActiveError, OwnerPresence, require_owner_idle
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService, merge_rects
 from rigway.protocol import ops
@@ -92,8 +94,11 @@ class ActService:
         accessibility: AccessibilityService,
         guard: InputGuard,
         input_executor: Executor,
+        presence: OwnerPresence | None = None,
     ) -> None:
+        """`presence`: None never refuses input for the owner."""
         self._desktop = desktop
+        self._presence = presence
         self._screen = screen
         self._accessibility = accessibility
         self._guard = guard
@@ -189,6 +194,14 @@ class ActService:
             _log.info("%s", exc)
             stopped = ops.InputStopped(events=[], stopped_at=0)
             raise BatchStoppedError(ops.ERROR_DESKTOP_UNAVAILABLE, exc.state, stopped) from exc
+        if self._presence is None:
+            return
+        try:
+            await self.on_input_worker(partial(require_owner_idle, self._presence, self._guard))
+        except OwnerActiveError as exc:
+            _log.info("%s", exc)
+            stopped = ops.InputStopped(events=[], stopped_at=0)
+            raise BatchStoppedError(ops.ERROR_OWNER_ACTIVE, exc.detail, stopped) from exc
 
     async def _require_unchanged(
         self, rule: ops.RequireUnchanged, events: Sequence[ops.InputEvent]

@@ -14,6 +14,9 @@ ends, before `handle` returns; the link then sends nothing more for it. Errors:
       desktop_unavailable  an input batch while the desktop is not "normal" (locked, a
                         secure desktop, the screen saver, …): nothing of it ran, held
                         input was released; the detail is the state
+      owner_active      an input batch while the rig's owner uses its own keyboard or
+                        mouse (`owner_presence`): nothing of it ran, held input was
+                        released
       target_gone, expectation_failed, stale_frame  an input batch stopped (or, for
                         stale_frame, refused) on the host (`rigway.agent.act`)
       host_error        anything that failed on the host (an input event, the backend,
@@ -46,6 +49,7 @@ from rigway.agent.act import ActService, BatchStoppedError
 from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
 from rigway.agent.backends.base import Desktop, Rect
 from rigway.agent.imaging import Mark, index_marks
+from rigway.agent.owner_presence import OwnerPresence
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import (
     CapturedFrame,
@@ -121,10 +125,13 @@ class Dispatcher:
         *,
         input_executor: Executor | None = None,
         streams: StreamControl | None = None,
+        presence: OwnerPresence | None = None,
     ) -> None:
         """`input_executor` is the backend's input thread (one worker); the guard is
         confined to it. Without one the dispatcher owns a private one (see `close`).
-        `streams` is the video publisher; None when aiortc/PyAV are not installed."""
+        `streams` is the video publisher; None when aiortc/PyAV are not installed.
+        `presence` tells whether the owner uses the rig (one over `desktop` if None);
+        each session start sets its delay."""
         self._desktop = desktop
         self._screen = screen
         self._accessibility = accessibility
@@ -135,7 +142,10 @@ class Dispatcher:
         self._input_executor: Executor = (
             SerialWorker("rigway-input") if input_executor is None else input_executor
         )
-        self._act = ActService(desktop, screen, accessibility, guard, self._input_executor)
+        self._presence = OwnerPresence(desktop) if presence is None else presence
+        self._act = ActService(
+            desktop, screen, accessibility, guard, self._input_executor, self._presence
+        )
         self._session: _Session | None = None
         self._lifecycle_lock = asyncio.Lock()
         self._lifecycle_tasks: set[asyncio.Task[Any]] = set()
@@ -238,6 +248,7 @@ class Dispatcher:
                 if current is not None and current.session_id != request.session_id:
                     # The gateway moved on (e.g. our end reply was lost): restore first.
                     await self._end_locked("replaced")
+                self._presence.idle_s = request.owner_idle_s
                 if self._session is None:
                     baseline = await self._list_windows()
                     await self._screen.reset()
@@ -381,7 +392,10 @@ class Dispatcher:
     async def _screen_dirty(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.ScreenDirty, body)
         self._require_session(request.session_id)
-        return (await self._screen.take_dirty()).model_dump(), None
+        taken = await self._screen.take_dirty()
+        # Sampled with the take, as its desktop state is, so every observe shows it fresh.
+        owner_active = self._presence.is_active()
+        return taken.model_copy(update={"owner_active": owner_active}).model_dump(), None
 
     async def _screen_dirty_return(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.DirtyReturn, body)

@@ -40,6 +40,7 @@ from rigway.agent.desktop_state import DesktopStateReporter
 from rigway.agent.dispatch import ORDERED_OPS, Dispatcher, HostOpError
 from rigway.agent.dispatch import Reply as OpReply
 from rigway.agent.displays import DisplaysReporter
+from rigway.agent.owner_presence import OwnerPresenceReporter
 from rigway.protocol import ops
 from rigway.protocol.displays import DESKTOP_DISPLAYS, DisplayInfo, DisplaysNote
 from rigway.protocol.framing import FramingError, decode_frame, encode_binary, encode_text
@@ -193,11 +194,13 @@ class AgentLink:
         rng: random.Random | None = None,
         desktop_states: DesktopStateReporter | None = None,
         displays: DisplaysReporter | None = None,
+        owner_presence: OwnerPresenceReporter | None = None,
     ) -> None:
         """`url` is the full `ws(s)://…/v1/agent/connect` address. The gateway's
         `welcome.heartbeat_interval_s` replaces `heartbeat_interval_s` once connected.
         `desktop_states`: None sends no desktop state (the gateway shows "unknown").
-        `displays`: None sends the hello's displays as given, and no change after."""
+        `displays`: None sends the hello's displays as given, and no change after.
+        `owner_presence`: None sends no owner presence (the gateway shows "not active")."""
         self._url = url
         self._rig_token = rig_token
         self._hello = hello
@@ -210,6 +213,7 @@ class AgentLink:
         self._rng = rng if rng is not None else random.Random()  # noqa: S311 (jitter only)
         self._desktop_states = desktop_states
         self._displays = displays
+        self._owner_presence = owner_presence
         self._stopping = asyncio.Event()
         self._connected = asyncio.Event()
         self._ws: ClientConnection | None = None
@@ -408,6 +412,10 @@ class AgentLink:
         if self._displays is not None:
             note = partial(self._note_displays, ws)
             self._spawn_for_connection(self._displays.report_changes(self._sent_displays, note))
+        if self._owner_presence is not None:
+            # Each connection starts "not active" on the gateway's side.
+            presence = partial(self._note_owner_presence, ws)
+            self._spawn_for_connection(self._owner_presence.report_changes(False, presence))
         try:
             done, _ = await asyncio.wait((reader, heartbeat), return_when=asyncio.FIRST_COMPLETED)
             return heartbeat in done
@@ -495,6 +503,10 @@ class AgentLink:
     async def _note_desktop_state(self, ws: ClientConnection, state: ops.DesktopState) -> None:
         body = ops.DesktopStateNote(state=state).model_dump()
         await self._send_quietly(ws, Note(op=ops.DESKTOP_STATE, body=body).model_dump())
+
+    async def _note_owner_presence(self, ws: ClientConnection, active: bool) -> None:
+        body = ops.OwnerPresenceNote(active=active).model_dump()
+        await self._send_quietly(ws, Note(op=ops.OWNER_PRESENCE, body=body).model_dump())
 
     # ---- frames ---------------------------------------------------------------------
 

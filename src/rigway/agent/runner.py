@@ -34,6 +34,7 @@ from rigway.agent.displays import DisplaysReporter, read_displays
 from rigway.agent.held_input_journal import HeldInputJournal
 from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
+from rigway.agent.owner_presence import OwnerPresence, OwnerPresenceReporter
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl, StreamSettings
@@ -175,6 +176,7 @@ async def run_agent(
     screen = ScreenService(desktop, screen_worker, encoder)
     journal = settings.held_input_journal
     guard = InputGuard(desktop, None if journal is None else HeldInputJournal(journal))
+    presence = OwnerPresence(desktop)
     dispatcher = Dispatcher(
         desktop,
         screen,
@@ -183,6 +185,7 @@ async def run_agent(
         ProcessTracker() if apps is None else apps,
         input_executor=input_worker,
         streams=open_streams(settings.stream, screen),
+        presence=presence,
     )
     try:
         # Before any session's input: let go of what a killed predecessor left down.
@@ -198,6 +201,7 @@ async def run_agent(
                 desktop, interval_s=settings.desktop_state_interval_s
             ),
             displays=DisplaysReporter(desktop, interval_s=settings.displays_interval_s),
+            owner_presence=OwnerPresenceReporter(presence),
         )
         if on_link is not None:
             on_link(link)

@@ -32,6 +32,7 @@ SESSION_OWNER_KILL = "session/owner_kill"
 RIG_API_ACCESS = "rig/api_access"
 # Agent → gateway notes (one-way, no reply)
 DESKTOP_STATE = "desktop/state"
+OWNER_PRESENCE = "owner/presence"
 
 # Error codes an agent puts in a failed reply.
 ERROR_INVALID_REQUEST = "invalid_request"
@@ -41,6 +42,9 @@ ERROR_HOST = "host_error"
 ERROR_UNKNOWN_OP = "unknown_op"
 # Input refused because the desktop cannot be driven now; the detail is the state.
 ERROR_DESKTOP_UNAVAILABLE = "desktop_unavailable"
+# Input refused because the rig's owner used its own keyboard or mouse less than the
+# session's `owner_idle_s` ago; the detail says when.
+ERROR_OWNER_ACTIVE = "owner_active"
 # A batch stopped (or refused) on the host; the failed reply's body says where
 # (`InputStopped`: receipts of what ran, the index it stopped at, changed rectangles).
 ERROR_TARGET_GONE = "target_gone"
@@ -151,6 +155,9 @@ class DirtyRects(_Body):
     # Sampled with the take, so an observe reports it fresh; None from an agent that
     # predates the field (the gateway then uses the state last noted).
     desktop_state: DesktopState | None = None
+    # Whether the owner uses the rig's own keyboard or mouse now (sampled likewise);
+    # None from an agent that predates the field.
+    owner_active: bool | None = None
 
 
 class ChangedSince(_Body):
@@ -295,9 +302,9 @@ class InputDone(_Body):
 
 class InputStopped(_Body):
     """The body of a failed `input/batch` reply whose code is target_gone,
-    expectation_failed, stale_frame or desktop_unavailable: the receipts of what ran
-    (the event at `stopped_at` has its own, with ok false), and for stale_frame the
-    changed rectangles near the batch's points."""
+    expectation_failed, stale_frame, desktop_unavailable or owner_active: the receipts of
+    what ran (the event at `stopped_at` has its own, with ok false), and for stale_frame
+    the changed rectangles near the batch's points."""
 
     events: list[EventReceipt] = Field(default_factory=list)
     stopped_at: int | None = Field(default=None, ge=0)
@@ -363,6 +370,13 @@ class DesktopStateNote(_Body):
     connected; the state at connect travels in `hello.desktop_state`."""
 
     state: DesktopState
+
+
+class OwnerPresenceNote(_Body):
+    """The owner started or stopped using the rig's own keyboard or mouse (`owner/presence`
+    note, sent on each change while connected; a connection starts with "not active")."""
+
+    active: bool
 
 
 class WakeSend(_Body):

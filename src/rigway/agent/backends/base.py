@@ -9,9 +9,9 @@ Threading contract: the agent calls a backend from three worker threads, never t
 event loop: one for input (`move_pointer` … `type_text`, in order), one for the screen
 (`grab`, `poll_damage`), one for accessibility (`snapshot_accessibility`). A backend
 must be safe under that split (e.g. one X connection per thread) but need not be
-re-entrant within one role. `desktop_state` is the exception: it may be called from
-any worker thread, concurrently with every role. `close` is called once, after the
-workers stopped.
+re-entrant within one role. `desktop_state` and `last_local_input` are the exceptions:
+they may be called from any worker thread, concurrently with every role. `close` is
+called once, after the workers stopped.
 """
 
 from __future__ import annotations
@@ -171,6 +171,16 @@ class Desktop(Protocol):
         (well under a millisecond where the platform allows): the agent calls it before
         every input batch, with every dirty take (so every observe) and about once a
         second while connected. Never raises: "unknown" when it cannot tell."""
+        ...
+
+    def last_local_input(self) -> float | None:
+        """When the rig's own keyboard or mouse was last used, in `time.monotonic()`
+        seconds; None when not since the backend opened, or when it cannot tell.
+
+        Local input only: what this backend injects (its own `move_pointer` …
+        `type_text`) never counts. May be called from any thread, concurrently with the
+        roles, and must be cheap (a read of what a listener recorded): the agent asks
+        before every input batch and refuses it while the owner is active. Never raises."""
         ...
 
     def displays(self) -> list[Display]:

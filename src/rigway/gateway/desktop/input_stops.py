@@ -1,9 +1,10 @@
 """The 409 of an input batch the host refused or stopped, from its failed reply.
 
-The reply's error code says why (desktop_unavailable, target_gone, expectation_failed,
-stale_frame) and its body (`ops.InputStopped`) what ran: the receipts up to the event
-that stopped the batch, or the rectangles that made its frame stale. The body is
-untrusted input like every reply: a malformed one leaves the error alone.
+The reply's error code says why (desktop_unavailable, owner_active, target_gone,
+expectation_failed, stale_frame) and its body (`ops.InputStopped`) what ran: the
+receipts up to the event that stopped the batch, or the rectangles that made its frame
+stale. The body is untrusted input like every reply: a malformed one leaves the error
+alone.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rigway.protocol import ops
 INPUT_STOPS = frozenset(
     {
         ops.ERROR_DESKTOP_UNAVAILABLE,
+        ops.ERROR_OWNER_ACTIVE,
         ops.ERROR_TARGET_GONE,
         ops.ERROR_EXPECTATION_FAILED,
         ops.ERROR_STALE_FRAME,

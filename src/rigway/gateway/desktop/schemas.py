@@ -626,6 +626,7 @@ class ObserveOut(BaseModel):
                         "image": True,
                     },
                     "desktop_state": "normal",
+                    "owner_active": False,
                 }
             ]
         }
@@ -661,6 +662,13 @@ class ObserveOut(BaseModel):
             "Sampled on the host with the dirty take: input is refused unless `normal` "
             "(`locked`, `secure_desktop`, `screensaver`, `no_display`, `unknown`)."
         )
+    )
+    owner_active: bool = Field(
+        default=False,
+        description=(
+            "Sampled with the dirty take: the rig's owner used its own keyboard or mouse "
+            "within their delay, and input answers `409 owner_active` until it rests."
+        ),
     )
     changed_region: tuple[int, int, int, int] | None = Field(
         default=None,

@@ -2,7 +2,8 @@
 
 The host refuses input while its desktop is not "normal" (`desktop_unavailable`, 409
 here); what a reply shows of the desktop's state (that refusal, a dirty take's sample)
-also updates the connection's latest state, which the Session and Rig views show.
+also updates the connection's latest state, which the Session and Rig views show. The
+same holds for the owner using the rig (`owner_active`).
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ class DesktopService:
             if exc.code == ops.ERROR_DESKTOP_UNAVAILABLE:
                 # Fresher than the last note, which may be up to a sampling interval old.
                 connection.desktop_state = _refused_state(exc)
+            if exc.code == ops.ERROR_OWNER_ACTIVE:
+                connection.owner_active = True
             raise _host_error(exc, what) from exc
         except (HostTimeoutError, HostUnavailableError) as exc:
             raise _host_error(exc, what) from exc
@@ -253,7 +256,7 @@ class DesktopService:
         taken = _since_session_start(
             live, await self._take_dirty(live, self._settings.host_timeout_s)
         )
-        return DirtyOut.model_validate(taken.model_dump(exclude={"desktop_state"}))
+        return DirtyOut.model_validate(taken.model_dump(exclude={"desktop_state", "owner_active"}))
 
     async def _take_dirty(self, live: LiveSession, timeout_s: float) -> ops.DirtyRects:
         reply = await self._call(live, ops.SCREEN_DIRTY, {}, timeout_s, "dirty read")
@@ -261,6 +264,8 @@ class DesktopService:
         connection = self._registry.get(live.rig_id)
         if taken.desktop_state is not None and connection is not None:
             connection.desktop_state = taken.desktop_state
+        if taken.owner_active is not None and connection is not None:
+            connection.owner_active = taken.owner_active
         return taken
 
     def _desktop_state(self, live: LiveSession, taken: ops.DirtyRects) -> ops.DesktopState:
@@ -270,6 +275,13 @@ class DesktopService:
             return taken.desktop_state
         noted = self._registry.desktop_state(live.rig_id)
         return "unknown" if noted is None else noted
+
+    def _owner_active(self, live: LiveSession, taken: ops.DirtyRects) -> bool:
+        """Whether the owner used the rig as the dirty take sampled it; from a host too
+        old to sample it, as last noted."""
+        if taken.owner_active is not None:
+            return taken.owner_active
+        return self._registry.owner_active(live.rig_id) is True
 
     async def target_snapshot(
         self, live: LiveSession, timeout_s: float | None = None
@@ -494,6 +506,8 @@ def _observe_result(
     image: bool,
     started: float,
     desktop_state: ops.DesktopState,
+    *,
+    owner_active: bool = False,
 ) -> ObserveOut:
     targets = [] if snapshot is None else _public_targets(snapshot)
     native_w = dirty.width

@@ -7,7 +7,7 @@ finds no waiter and is dropped.
 `desktop_state` is the host's latest word on its desktop (the hello's, then each
 `desktop/state` note, or anything fresher a reply showed): in memory only, gone with
 the connection, so an offline rig has none. `displays` likewise: the hello's, then
-each `desktop/displays` note's.
+each `desktop/displays` note's; `owner_active` each `owner/presence` note's.
 """
 
 from __future__ import annotations
@@ -75,6 +75,9 @@ class HostConnection:
         self.desktop_state: ops.DesktopState = (
             "unknown" if hello.desktop_state is None else hello.desktop_state
         )
+        # Whether the owner uses the rig's own input: each `owner/presence` note's, or
+        # what a reply showed since.
+        self.owner_active = False
         # The host's monitors: the hello's, then each `desktop/displays` note's.
         self.displays: list[DisplayInfo] = list(hello.displays)
         self._websocket = websocket
@@ -208,6 +211,8 @@ class HostConnection:
             self.desktop_state = ops.DesktopStateNote.model_validate(note.body).state
         elif note.op == DESKTOP_DISPLAYS:
             self.displays = list(DisplaysNote.model_validate(note.body).displays)
+        elif note.op == ops.OWNER_PRESENCE:
+            self.owner_active = ops.OwnerPresenceNote.model_validate(note.body).active
         else:
             logger.debug("ignoring a %r note from %s", note.op, self.rig_id)
 

@@ -35,6 +35,11 @@ class HostRegistry:
         connection = self.get(rig_id)
         return None if connection is None else connection.desktop_state
 
+    def owner_active(self, rig_id: str) -> bool | None:
+        """Whether the owner uses the connected rig's own input; None while offline."""
+        connection = self.get(rig_id)
+        return None if connection is None else connection.owner_active
+
     def displays(self, rig_id: str) -> list[DisplayInfo]:
         """The connected host's latest monitors; [] while offline."""
         connection = self.get(rig_id)

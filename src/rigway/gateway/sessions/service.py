@@ -102,6 +102,7 @@ class SessionService:
             displays=[] if live is None else displays_out(self._registry.displays(row.rig_id)),
             record=row.record,
             control="api" if live is None else live.control,  # type: ignore[arg-type]
+            owner_active=live is not None and self._registry.owner_active(row.rig_id) is True,
         )
 
     async def get(self, account_id: str, session_id: str) -> SessionOut:

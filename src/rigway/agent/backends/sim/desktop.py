@@ -13,6 +13,7 @@ accessibility workers each take it briefly (a full grab holds it for one ~1.5 ms
 from __future__ import annotations
 
 import threading
+import time
 from typing import Final
 
 import numpy as np
@@ -78,6 +79,8 @@ class SimDesktop:
         self._desktop_state: DesktopState = "normal"
         # Set by tests (`set_displays`); None: one 96-dpi monitor, the whole canvas.
         self._displays: list[Display] | None = None
+        # Set by tests (`record_local_input`): the sim has no keyboard of its own.
+        self._last_local_input: float | None = None
         # The first paint is the desktop's starting picture, not a change: no damage.
         self._refresh()
         self._damage.clear()
@@ -167,6 +170,10 @@ class SimDesktop:
         with self._lock:
             return self._desktop_state
 
+    def last_local_input(self) -> float | None:
+        with self._lock:
+            return self._last_local_input
+
     def displays(self) -> list[Display]:
         with self._lock:
             if self._displays is not None:
@@ -185,6 +192,12 @@ class SimDesktop:
             raise ValueError(f"unknown desktop state {state!r}; one of {DESKTOP_STATES}")
         with self._lock:
             self._desktop_state = state
+
+    def record_local_input(self, at: float | None = None) -> None:
+        """Pretend the owner used the rig's own keyboard or mouse at `at`
+        (`time.monotonic()` seconds; None: now). Nothing else changes."""
+        with self._lock:
+            self._last_local_input = time.monotonic() if at is None else at
 
     def set_displays(self, displays: list[Display] | None) -> None:
         """Pretend the monitors are these (None: back to one covering the canvas); the

@@ -113,6 +113,9 @@ class WindowsDesktop:
     def desktop_state(self) -> DesktopState:
         return self._state.desktop_state()
 
+    def last_local_input(self) -> float | None:
+        return None  # not listened for yet on this backend: the owner never counts
+
     def displays(self) -> list[Display]:
         placement = self._screen.placement()
         if self._displays is None:

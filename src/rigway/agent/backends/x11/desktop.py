@@ -146,6 +146,9 @@ class X11Desktop:
         """A session lock, else the X screen saver (`desktop_state.py`); any thread."""
         return self._state.read()
 
+    def last_local_input(self) -> float | None:
+        return None  # not listened for yet on this backend: the owner never counts
+
     def displays(self) -> list[Display]:
         """RandR's monitors (`displays.py`), on a connection of its own; any thread."""
         found = read_displays(self.display_name)
