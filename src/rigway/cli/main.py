@@ -105,6 +105,20 @@ def up_command(ctx: typer.Context) -> None:
     up_app(args=ctx.args, prog_name="rigway up")
 
 
+@app.command(
+    "gateway",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    add_help_option=False,
+)
+def gateway_command(ctx: typer.Context) -> None:
+    """Run one gateway node from settings until SIGTERM (`rigway gateway --help`)."""
+    from rigway.cli.gateway_command import gateway
+
+    gateway_app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+    gateway_app.command()(gateway)
+    gateway_app(args=ctx.args, prog_name="rigway gateway")
+
+
 app.add_typer(agent_app, name="agent")
 app.add_typer(release_app, name="release")
 app.add_typer(rigs_app, name="rigs")

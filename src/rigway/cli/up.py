@@ -216,7 +216,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return listener
 
 
-def _listen_or_exit(host: str, port: int) -> socket.socket:
+def listen_or_exit(host: str, port: int, command: str = "rigway up") -> socket.socket:
     """`listening_socket`, or one line and exit 10 (port in use), 2 (an address that is
     not this machine's) or 1 (anything else, such as a port below 1024 without rights)."""
     try:
@@ -224,14 +224,14 @@ def _listen_or_exit(host: str, port: int) -> socket.socket:
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             typer.echo(
-                f"rigway up: port {port} on {host} is in use by another process (another "
-                "`rigway up`?): stop it, or pass --port",
+                f"{command}: port {port} on {host} is in use by another process (another "
+                f"`{command}`?): stop it, or pass --port",
                 err=True,
             )
             raise typer.Exit(code=ExitCode.PORT_IN_USE) from exc
         is_bad_host = isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL
         reason = exc.strerror or str(exc)
-        typer.echo(f"rigway up: cannot listen on {host}:{port}: {reason}", err=True)
+        typer.echo(f"{command}: cannot listen on {host}:{port}: {reason}", err=True)
         raise typer.Exit(code=2 if is_bad_host else 1) from exc
 
 
@@ -371,7 +371,7 @@ def up(
         _check_display(os.environ.get("DISPLAY"))
     # The gateway's own loggers, beside uvicorn's (which server_config sets).
     logging.basicConfig(level=log_level.upper(), format="%(levelname)-9s %(name)s: %(message)s")
-    listener = _listen_or_exit(host, port)
+    listener = listen_or_exit(host, port)
     with listener:
         settings = load_settings(
             os.environ, state_dir=state_dir, public_base_url=f"http://{host}:{port}"

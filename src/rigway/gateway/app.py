@@ -41,6 +41,7 @@ from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.routes import send_input
 from rigway.gateway.desktop.service import DesktopService
+from rigway.gateway.draining import CountRequestsInFlight
 from rigway.gateway.errors import (
     ApiError,
     InvalidApiKey,
@@ -52,7 +53,7 @@ from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
 from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
-from rigway.gateway.identity.signing_keys import load_or_create_signing_key
+from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.releases.routes import router as releases_router
@@ -166,7 +167,11 @@ def _console_auth(
         identity = IdentityProvider(
             db,
             clock,
-            load_or_create_signing_key(settings.state_dir),
+            (
+                load_or_create_signing_key(settings.state_dir)
+                if settings.console_signing_key_file is None
+                else load_signing_key(settings.console_signing_key_file)
+            ),
             issuer=issuer,
             audience=settings.console_audience,
             token_ttl_s=settings.console_token_ttl_s,
@@ -253,6 +258,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         routes=_own_body_limits(settings, services.api_keys),
     )
     app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(CountRequestsInFlight, tracker=services.requests_in_flight)
     return app
 
 

@@ -36,7 +36,7 @@ async def healthz() -> dict[str, bool]:
     responses={
         200: {"description": "The store answers", "content": _OK},
         503: {
-            "description": "The store is unreachable",
+            "description": "The store is unreachable, or the node is draining",
             "content": {
                 "application/json": {
                     "example": {"ok": False, "error": "store_unavailable: connection refused"}
@@ -46,9 +46,13 @@ async def healthz() -> dict[str, bool]:
     },
 )
 async def readyz(request: Request) -> JSONResponse:
-    """200 when the store answers a query; 503 when it is unreachable."""
+    """200 when the store answers a query; 503 when it is unreachable, or while the node
+    drains before it stops (a load balancer then sends it nothing new)."""
+    services = services_of(request)
+    if services.requests_in_flight.is_draining:
+        return JSONResponse({"ok": False, "error": "draining"}, status_code=503)
     try:
-        async with services_of(request).db() as db:
+        async with services.db() as db:
             await db.execute(text("SELECT 1"))
     except Exception as exc:  # any store failure means "not ready", never a 500
         return JSONResponse({"ok": False, "error": f"store_unavailable: {exc}"}, status_code=503)

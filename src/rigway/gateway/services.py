@@ -19,6 +19,7 @@ from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier
 from rigway.gateway.clock import Clock
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
+from rigway.gateway.draining import RequestsInFlight
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.ratelimit import RateLimits
@@ -55,6 +56,7 @@ class Services:
     rig_owner: RigOwnerActions
     stream: StreamService
     extras: dict[str, Any] = field(default_factory=dict)
+    requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
 
 
 def services_of(connection: HTTPConnection) -> Services:

@@ -47,6 +47,7 @@ from typing import Any, cast
 
 import httptools
 import uvicorn
+from uvicorn.config import LOGGING_CONFIG
 
 from rigway.gateway.settings import GatewaySettings
 
@@ -321,12 +322,15 @@ def server_config(
     port: int,
     limits: ConnectionLimits | None = None,
     log_level: str = "warning",
+    *,
+    configure_logging: bool = True,
 ) -> uvicorn.Config:
     """The gateway's uvicorn settings, each connection behind `BoundedConnection`
     (`limits`, else the settings' head and body timeouts with the default sizes).
 
     `log_level` is uvicorn's (debug, info, warning, error): at info and below it logs
-    one access line per request."""
+    one access line per request. `configure_logging=False` leaves the handlers and
+    formats of uvicorn's loggers to the caller (JSON logs), setting only their level."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -342,6 +346,7 @@ def server_config(
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=list(settings.trusted_proxies),
         log_level=log_level,
+        log_config=LOGGING_CONFIG if configure_logging else None,
         lifespan="on",
     )
     config.load()

@@ -187,6 +187,16 @@ class GatewaySettings(BaseModel):
             " closed and nothing the request asked for is done."
         ),
     )
+    shutdown_grace_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description=(
+            "On SIGTERM (`rigway gateway`), seconds the node waits for its requests in"
+            " flight to finish (it reports not ready meanwhile) before it closes its host"
+            " links, which tells their agents to reconnect, and stops."
+        ),
+    )
     # None by default: otherwise a client on the gateway's own machine could claim any
     # address (and escape the per-address sign-in limit).
     trusted_proxies: list[str] = Field(
@@ -235,6 +245,14 @@ class GatewaySettings(BaseModel):
         description=(
             "The key that encrypts webhook secrets at rest. Unset: a key file the gateway"
             " generates in `state_dir`."
+        ),
+    )
+    console_signing_key_file: Path | None = Field(
+        default=None,
+        description=(
+            "The embedded identity provider's signing key (PEM, Ed25519 or P-256, mode"
+            " 0600). Unset: `console-signing-key.pem` in `state_dir`, created at first"
+            " start. Several nodes need the same file."
         ),
     )
     release_manifest_path: Path | None = Field(
@@ -383,6 +401,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_CONSOLE_JWKS_URL": "console_jwks_url",
     "RIGWAY_CONSOLE_ACCOUNT_CLAIM": "console_account_claim",
     "RIGWAY_SECRET_KEY_FILE": "secret_key_file",
+    "RIGWAY_CONSOLE_SIGNING_KEY_FILE": "console_signing_key_file",
+    "RIGWAY_SHUTDOWN_GRACE_SECONDS": "shutdown_grace_s",
     "RIGWAY_RELEASE_MANIFEST": "release_manifest_path",
     "RIGWAY_RELEASE_PUBLIC_KEY": "release_public_key",
     "RIGWAY_RELEASE_SIGNING_KEY_FILE": "release_signing_key_file",

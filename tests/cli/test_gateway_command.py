@@ -1,0 +1,154 @@
+"""`rigway gateway`: one node from its settings, JSON logs, a drain on SIGTERM, and the
+refusals of a node that is one of several (through the real entry point where the
+process's own behaviour is the point)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import stat
+from pathlib import Path
+
+import httpx2
+
+from rigway.gateway.deployment import start_problems, write_shared_key_files
+from rigway.gateway.settings import GatewaySettings
+
+from .conftest import closed_port
+from .test_up_serving import UP_TIMEOUT_S, rigway_command, up_env
+
+POSTGRES_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+
+
+def test_a_node_alone_needs_nothing_shared(tmp_path: Path) -> None:
+    assert start_problems(GatewaySettings(state_dir=tmp_path)) == []
+
+
+def test_one_of_several_on_sqlite_without_key_files_names_what_to_set(tmp_path: Path) -> None:
+    settings = GatewaySettings(state_dir=tmp_path, redis_url="redis://127.0.0.1:6379/0")
+
+    problems = start_problems(settings)
+
+    assert [problem.split(":")[0] for problem in problems] == [
+        "RIGWAY_DATABASE_URL",
+        "RIGWAY_SECRET_KEY_FILE",
+        "RIGWAY_CONSOLE_SIGNING_KEY_FILE",
+        "RIGWAY_RELEASE_SIGNING_KEY_FILE",
+    ]
+    assert "SQLite file cannot be shared" in problems[0]
+
+
+def test_shared_key_files_are_private_and_made_once(tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    files = write_shared_key_files(keys)
+    contents = {path: path.read_bytes() for path in keys.iterdir()}
+
+    again = write_shared_key_files(keys)
+
+    assert again == files
+    assert {path: path.read_bytes() for path in keys.iterdir()} == contents
+    assert len(contents) == 3
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in contents)
+    settings = GatewaySettings(
+        state_dir=tmp_path / "state",
+        redis_url="redis://127.0.0.1:6379/0",
+        database_url=POSTGRES_URL,
+        secret_key_file=files.secret_key_file,
+        console_signing_key_file=files.console_signing_key_file,
+        release_signing_key_file=files.release_signing_key_file,
+    )
+    assert start_problems(settings) == []
+
+
+def test_a_missing_key_file_is_named(tmp_path: Path) -> None:
+    files = write_shared_key_files(tmp_path / "keys")
+    files.console_signing_key_file.unlink()
+    settings = GatewaySettings(
+        state_dir=tmp_path / "state",
+        redis_url="redis://127.0.0.1:6379/0",
+        database_url=POSTGRES_URL,
+        secret_key_file=files.secret_key_file,
+        console_signing_key_file=files.console_signing_key_file,
+        release_signing_key_file=files.release_signing_key_file,
+    )
+
+    assert start_problems(settings) == [
+        f"RIGWAY_CONSOLE_SIGNING_KEY_FILE: {files.console_signing_key_file} is not a file; "
+        "the console's signing key, the same file on every node (or RIGWAY_CONSOLE_JWKS_URL "
+        "for an external identity provider)"
+    ]
+
+
+async def test_one_of_several_on_sqlite_exits_2_before_listening(tmp_path: Path) -> None:
+    port = closed_port()
+    process = await asyncio.create_subprocess_exec(
+        *rigway_command(), "gateway", "--port", str(port), cwd=tmp_path,
+        env=up_env() | {"RIGWAY_REDIS_URL": "redis://127.0.0.1:6379/0",
+                        "RIGWAY_STATE_DIR": str(tmp_path / "state")},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(UP_TIMEOUT_S):
+        _, stderr = await process.communicate()
+
+    assert process.returncode == 2
+    lines = stderr.decode().splitlines()
+    assert lines[0] == "rigway gateway: this node cannot start as one of several:"
+    assert lines[1].startswith("  RIGWAY_DATABASE_URL: ")
+    assert not (tmp_path / "state").exists()
+
+
+async def test_settings_out_of_bounds_exit_2_with_the_setting_named(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text("shutdown_grace_s = -1\n")
+    process = await asyncio.create_subprocess_exec(
+        *rigway_command(), "gateway", "--config", str(config), cwd=tmp_path, env=up_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(UP_TIMEOUT_S):
+        _, stderr = await process.communicate()
+
+    assert process.returncode == 2
+    assert "  shutdown_grace_s: Input should be greater than or equal to 0" in stderr.decode()
+
+
+async def test_json_logs_from_start_to_a_sigterm_stop(tmp_path: Path) -> None:
+    port = closed_port()
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'state_dir = "{tmp_path / "state"}"\nshutdown_grace_s = 5\n')
+    process = await asyncio.create_subprocess_exec(
+        *rigway_command(), "gateway", "--port", str(port), "--config", str(config),
+        "--log-format", "json", "--log-level", "info", cwd=tmp_path, env=up_env(),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert process.stderr is not None
+    entries: list[dict[str, str]] = []
+
+    async def until_logged(words: str) -> None:
+        while True:
+            line = await process.stderr.readline()  # type: ignore[union-attr]
+            assert line, f"the gateway closed its log before {words!r}"
+            entries.append(json.loads(line))
+            if words in entries[-1]["message"]:
+                return
+
+    try:
+        async with asyncio.timeout(UP_TIMEOUT_S):
+            await until_logged("Application startup complete")
+            async with httpx2.AsyncClient(trust_env=False) as client:
+                response = await client.get(f"http://127.0.0.1:{port}/healthz")
+            assert response.status_code == 200
+            await until_logged("GET /healthz HTTP/1.1")
+            process.send_signal(signal.SIGTERM)
+            await until_logged("draining: 0 requests in flight")
+            await until_logged("stopped")
+            await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0
+    assert {entry["level"] for entry in entries} <= {"info", "warning"}
+    assert all(set(entry) == {"time", "level", "logger", "message"} for entry in entries)
+    assert (tmp_path / "state" / "rigway.db").exists()
