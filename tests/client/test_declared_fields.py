@@ -28,6 +28,7 @@ from rigway.client import (
     Session,
     SettleResult,
     StreamCredentials,
+    Takeover,
     Target,
     TargetList,
     WaitResult,
@@ -42,6 +43,7 @@ from rigway.gateway.releases.routes import AgentReleaseOut
 from rigway.gateway.rigs.schemas import DisplayOut, PairingCodeOut, RigOut, WakeOut
 from rigway.gateway.sessions.schemas import SessionOut
 from rigway.gateway.stream.service import StreamCredentialsOut
+from rigway.gateway.takeover.schemas import TakeoverOut
 from rigway.gateway.webhooks.schemas import WebhookCreatedOut, WebhookOut
 
 # The SDK model that decodes each JSON answer of the gateway, beside the gateway's model
@@ -68,6 +70,7 @@ DECODED_AS: list[tuple[type[pydantic.BaseModel], type[pydantic.BaseModel]]] = [
     (AgentRelease, AgentReleaseOut),
     (Session, SessionOut),
     (StreamCredentials, StreamCredentialsOut),
+    (Takeover, TakeoverOut),
     (ApiKey, ApiKeyOut),
     (ApiKeyCreated, ApiKeyCreatedOut),
     (Webhook, WebhookOut),

@@ -25,6 +25,7 @@ from .models import (
     Screenshot,
     Session,
     StreamCredentials,
+    Takeover,
     TargetList,
     WaitResult,
     WaitUntil,
@@ -145,6 +146,12 @@ class AsyncSessionHandle(SessionState):
     async def stream(self) -> StreamCredentials:
         """WebRTC signaling credentials for a live view of the desktop."""
         return await self._client._request(ops.stream(self.session_id))
+
+    async def takeover(self) -> Takeover:
+        """A one-time link for a person to take control: open `viewer_url` in a browser.
+        While they drive, input raises `ConflictError` (`human_in_control`); `refresh()`
+        shows `control` back at `api` once they hand back."""
+        return await self._client._request(ops.takeover(self.session_id))
 
     async def wait_for(
         self,

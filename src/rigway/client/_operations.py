@@ -31,6 +31,7 @@ from .models import (
     Screenshot,
     Session,
     StreamCredentials,
+    Takeover,
     TargetList,
     WakeResult,
     Webhook,
@@ -302,6 +303,16 @@ def stream(session_id: str) -> Operation[StreamCredentials]:
         "GET",
         session_path(session_id, "/stream"),
         lambda r: _core.decode_model(r, StreamCredentials),
+    )
+
+
+def takeover(session_id: str) -> Operation[Takeover]:
+    """POST /v1/sessions/{id}/takeover: a one-time link for a person to take control (a
+    repeat only issues another link)."""
+    return Operation(
+        "POST",
+        session_path(session_id, "/takeover"),
+        lambda r: _core.decode_model(r, Takeover),
     )
 
 

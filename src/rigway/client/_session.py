@@ -27,6 +27,7 @@ from .models import (
     Screenshot,
     Session,
     StreamCredentials,
+    Takeover,
     Target,
     TargetList,
     WaitResult,
@@ -253,6 +254,12 @@ class SessionHandle(SessionState):
     def stream(self) -> StreamCredentials:
         """WebRTC signaling credentials for a live view of the desktop."""
         return self._client._request(ops.stream(self.session_id))
+
+    def takeover(self) -> Takeover:
+        """A one-time link for a person to take control: open `viewer_url` in a browser.
+        While they drive, input raises `ConflictError` (`human_in_control`); `refresh()`
+        shows `control` back at `api` once they hand back."""
+        return self._client._request(ops.takeover(self.session_id))
 
     def wait_for(
         self,

@@ -68,6 +68,7 @@ __all__ = [
     "Settle",
     "SettleResult",
     "StreamCredentials",
+    "Takeover",
     "Target",
     "TargetList",
     "WaitResult",
@@ -170,6 +171,9 @@ class Session(ApiModel):
     `capture_mode` is `dxgi`, `x11-damage`, `gdi`, `sim`, … `desktop_state` is the rig's
     (see `Rig.desktop_state`) while the session is active and its host connected, else
     None; `displays` likewise (see `Rig.displays`), else [].
+    `control` is `api`, or `human` while a person who took control drives the input
+    (`SessionHandle.takeover()`): API input then raises `ConflictError` (code
+    `human_in_control`) until they hand back; screenshots and observe still work.
     """
 
     session_id: str
@@ -189,6 +193,7 @@ class Session(ApiModel):
     native_height: int | None = None
     desktop_state: str | None = None
     displays: list[Display] = Field(default_factory=list)
+    control: str = "api"
 
     @property
     def id(self) -> str:
@@ -217,6 +222,20 @@ class StreamCredentials(ApiModel):
     viewer_url: str | None = None
     expires_at: datetime | None = None
     ice_servers: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Takeover(ApiModel):
+    """A one-time human takeover link (`POST /v1/sessions/{id}/takeover`).
+
+    Give `viewer_url` to a person: the page shows the desktop and sends their mouse and
+    keyboard; once it connects (through `connect_url`, good for one connection) the
+    session's `control` is `human` and API input raises `ConflictError` with code
+    `human_in_control` until they hand control back.
+    """
+
+    connect_url: str
+    viewer_url: str
+    expires_at: datetime | None = None
 
 
 class AppLaunchResult(ApiModel):

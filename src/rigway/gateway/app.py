@@ -70,6 +70,8 @@ from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
 from rigway.gateway.stream.routes import router as stream_router
 from rigway.gateway.stream.service import StreamService
+from rigway.gateway.takeover.routes import router as takeover_router
+from rigway.gateway.takeover.service import TakeoverService
 from rigway.gateway.webhooks.routes import router as webhooks_router
 from rigway.gateway.webhooks.service import WebhookService
 from rigway.gateway.webhooks.ssrf import SystemResolver
@@ -116,6 +118,9 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         frames.forget_session(session_id)
 
     sessions.on_session_ended.append(forget_frames)
+    desktop = DesktopService(sessions, registry, settings, frames)
+    takeover = TakeoverService(sessions, desktop, stream, settings, clock)
+    sessions.on_session_ended.append(takeover.on_session_ended)
     return Services(
         settings=settings,
         clock=clock,
@@ -129,7 +134,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         rigs=rigs,
         sessions=sessions,
         timers=SessionTimers(sessions, settings),
-        desktop=DesktopService(sessions, registry, settings, frames),
+        desktop=desktop,
         frames=frames,
         console_tokens=console_tokens,
         identity=identity,
@@ -150,6 +155,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
             host_timeout_s=settings.host_timeout_s,
         ),
         stream=stream,
+        takeover=takeover,
     )
 
 
@@ -248,6 +254,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         hostlink_router,
         # Before the console: its catch-all would shadow /console/stream/{id}.
         stream_router,
+        takeover_router,
         console_router,
     ):
         app.include_router(router)

@@ -169,6 +169,12 @@ def desktop_unavailable(state: str) -> Conflict:
     return Conflict(state, code="desktop_unavailable")
 
 
+def human_in_control() -> Conflict:
+    """API input while a person who took control of the session drives it (takeover):
+    screenshots and observe still work; input again once they hand control back."""
+    return Conflict("a person took control of this session", code="human_in_control")
+
+
 def frame_expired(frame_id: str) -> Conflict:
     """A frame id this session was never shown, or one too old to be kept (the last
     frames of a session are): the caller takes a fresh screenshot or observe."""

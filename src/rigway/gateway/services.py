@@ -29,6 +29,7 @@ from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
 from rigway.gateway.stream.service import StreamService
+from rigway.gateway.takeover.service import TakeoverService
 from rigway.gateway.webhooks.service import WebhookService
 from rigway.gateway.webhooks.tasks import WebhookDispatcher
 
@@ -55,6 +56,7 @@ class Services:
     webhook_dispatcher: WebhookDispatcher
     rig_owner: RigOwnerActions
     stream: StreamService
+    takeover: TakeoverService
     extras: dict[str, Any] = field(default_factory=dict)
     requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
 

@@ -2,6 +2,9 @@
 
 GET /console/sessions/{id}            one session: live screen, kill, the way back;
                                       once ended, how and when it ended
+POST /console/sessions/{id}/takeover   take control of a live session: → its takeover
+                                      page (409 while a person holds control)
+POST /console/sessions/{id}/hand-back  the person's control back to the API
 GET /console/live.json[?session=id…]  the live values of the account's rigs and live
                                       sessions, and of each `session` a page shows
                                       (live or not, at most 100), see `console.live`
@@ -13,14 +16,16 @@ from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from rigway.gateway.console.csrf import CheckedUser
 from rigway.gateway.console.live import rig_values, session_values
-from rigway.gateway.console.rendering import ConsoleRoute, render
+from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
 from rigway.gateway.console.session import SignedInUser
 from rigway.gateway.errors import NotFound
 from rigway.gateway.rigs.schemas import RigOut
 from rigway.gateway.services import Services, services_of
+from rigway.gateway.stream.routes import public_base
 
 router = APIRouter(route_class=ConsoleRoute)
 
@@ -76,3 +81,27 @@ async def session_page(request: Request, session_id: str, user: SignedInUser) ->
         rig=rig,
         live=session_values(session),
     )
+
+
+@router.post("/sessions/{session_id}/takeover")
+async def take_control(request: Request, session_id: str, user: CheckedUser) -> Response:
+    """The owner takes control as an API caller would (`POST /v1/sessions/{id}/takeover`):
+    the same one-time link, opened at once."""
+    services = services_of(request)
+    live = await services.sessions.require_live(user.account_id, session_id)  # 404, 410
+    taken = services.takeover.credentials(live, public_base(request, services.settings))
+    return RedirectResponse(
+        taken.viewer_url,
+        status_code=303,
+        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+    )
+
+
+@router.post("/sessions/{session_id}/hand-back")
+async def hand_back(request: Request, session_id: str, user: CheckedUser) -> Response:
+    """Whoever holds the session's control gives it back to the API (the owner's word
+    over any takeover page); nothing happens when nobody holds it."""
+    services = services_of(request)
+    await services.sessions.require_live(user.account_id, session_id)  # 404, 410
+    await services.takeover.hand_back(session_id)
+    return redirect(f"/console/sessions/{session_id}")

@@ -40,6 +40,7 @@ from rigway.gateway.errors import (
     InvalidRequest,
     NotFound,
     SessionEnded,
+    human_in_control,
 )
 from rigway.gateway.hostlink.connection import (
     HostConnection,
@@ -333,10 +334,20 @@ class DesktopService:
         return WaitOut(met=waited.met, waited_ms=round(waited.waited_ms), target=found)
 
     async def input(
-        self, live: LiveSession, body: dict[str, Any], *, events: int, timeout_s: float
+        self,
+        live: LiveSession,
+        body: dict[str, Any],
+        *,
+        events: int,
+        timeout_s: float,
+        by_human: bool = False,
     ) -> ops.InputDone:
         """Runs an `input/batch` body built and checked whole (`input_batch.py`) on the
-        host: `events` events, `timeout_s` the deadline that covers the batch's waits."""
+        host: `events` events, `timeout_s` the deadline that covers the batch's waits.
+        While a human holds control only their input (`by_human`, the takeover's
+        channel) runs: the API's answers 409 human_in_control."""
+        if live.control == "human" and not by_human:
+            raise human_in_control()
         self._sessions.record_activity(live)
         live.batches_running += 1
         try:

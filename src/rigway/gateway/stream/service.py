@@ -46,6 +46,8 @@ CLOSE_CODES: dict[str, int] = {
     "token_session_mismatch": 4403,
     "session_ended": 4410,
     "too_many_viewers": 4429,
+    # A takeover socket while a person holds (or is taking) the session's control.
+    "human_in_control": 4409,
     "bad_message": 4400,
     "offer_refused": 4415,
     "host_error": 4502,
