@@ -17,6 +17,7 @@ import logging
 import time
 from concurrent.futures import Executor
 
+from rigway.agent.app_scope import AppScope
 from rigway.agent.backends.base import AccessibilitySnapshot, AccessibleElement, Desktop, WalkBudget
 from rigway.protocol import ops
 
@@ -46,6 +47,13 @@ class AccessibilityService:
         self._executor = executor
         self._budget = budget
         self._in_flight: asyncio.Future[ops.TargetSnapshot] | None = None
+        self._scope: AppScope | None = None
+
+    def set_scope(self, scope: AppScope | None) -> None:
+        """An app session's scope (None: the focused window, wherever it is): walks
+        then show only the session's own window (`app_scope.scoped_snapshot`) and
+        raise `NoAppWindowError` while it has none."""
+        self._scope = scope
 
     async def snapshot(self) -> ops.TargetSnapshot:
         """The current targets; joins the walk in flight when there is one."""
@@ -77,16 +85,25 @@ class AccessibilityService:
         work = loop.run_in_executor(self._executor, self._walk_in_worker)
         timeout_s = self._budget.deadline_s * 2 + _HANG_GRACE_S
         try:
-            native, snap = await asyncio.wait_for(work, timeout_s)
+            native, snap, app_window = await asyncio.wait_for(work, timeout_s)
         except TimeoutError as exc:
             raise AccessibilityTimeoutError(
                 f"accessibility walk still running after {timeout_s:.1f} s"
             ) from exc
         host_uia_ms = (time.perf_counter() - started) * 1000.0
-        return build_snapshot(snap, native, self._budget, host_uia_ms)
+        built = build_snapshot(snap, native, self._budget, host_uia_ms)
+        return built if app_window is None else built.model_copy(update={"app_window": app_window})
 
-    def _walk_in_worker(self) -> tuple[tuple[int, int], AccessibilitySnapshot]:
-        return self._desktop.native_size(), self._desktop.snapshot_accessibility(self._budget)
+    def _walk_in_worker(
+        self,
+    ) -> tuple[tuple[int, int], AccessibilitySnapshot, tuple[int, int, int, int] | None]:
+        native = self._desktop.native_size()
+        snap = self._desktop.snapshot_accessibility(self._budget)
+        scope = self._scope
+        if scope is None:
+            return native, snap, None
+        scoped, view = scope.scope_snapshot(snap)
+        return native, scoped, view.as_list()
 
 
 def build_snapshot(

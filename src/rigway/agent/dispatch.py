@@ -11,6 +11,9 @@ ends, before `handle` returns; the link then sends nothing more for it. Errors:
                         (StreamError: no H.264 in the offer, too many viewers, …)
       session_mismatch  the op names a session this agent is not running
       app_not_found     app/kill of a pid this session did not launch
+      no_app_window     an app session's screen read or input while its apps have no
+                        window on screen (`app_scope`); a region or pointer event off
+                        the app window is an invalid_request naming its rect
       desktop_unavailable  an input batch while the desktop is not "normal" (locked, a
                         secure desktop, the screen saver, …): nothing of it ran, held
                         input was released; the detail is the state
@@ -46,6 +49,13 @@ from pydantic import BaseModel, ValidationError
 
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.act import ActService, BatchStoppedError
+from rigway.agent.app_scope import (
+    AppScope,
+    NoAppWindowError,
+    OutsideAppWindowError,
+    check_pointer_events,
+    clip_rects,
+)
 from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
 from rigway.agent.backends.base import Desktop, Rect
 from rigway.agent.imaging import Mark, index_marks
@@ -147,6 +157,9 @@ class Dispatcher:
             desktop, screen, accessibility, guard, self._input_executor, self._presence
         )
         self._session: _Session | None = None
+        # An app session's scope, and where its input last put the pointer (native).
+        self._scope: AppScope | None = None
+        self._last_point: tuple[int, int] | None = None
         self._lifecycle_lock = asyncio.Lock()
         self._lifecycle_tasks: set[asyncio.Task[Any]] = set()
         answers_only_by_returning: dict[str, Callable[[dict[str, Any]], Awaitable[Reply]]] = {
@@ -203,6 +216,10 @@ class Dispatcher:
             return await started
         except HostOpError:
             raise
+        except NoAppWindowError as exc:
+            raise HostOpError(ops.ERROR_NO_APP_WINDOW, str(exc)) from exc
+        except OutsideAppWindowError as exc:
+            raise HostOpError(ops.ERROR_INVALID_REQUEST, str(exc)) from exc
         except Exception as exc:
             _log.exception("%s failed", op)
             raise HostOpError(ops.ERROR_HOST, f"{op} failed: {type(exc).__name__}: {exc}") from exc
@@ -253,6 +270,7 @@ class Dispatcher:
                     baseline = await self._list_windows()
                     await self._screen.reset()
                     self._session = _Session(request.session_id, request.mode, baseline)
+                    self._scope_to(request.mode)
                 width, height = await self._screen.native_size()
                 return ops.SessionStarted(
                     native_width=width,
@@ -278,6 +296,7 @@ class Dispatcher:
     async def _end_locked(self, reason: str) -> ops.SessionEnded:
         session, self._session = self._session, None
         assert session is not None
+        self._scope_to(None)
         _log.info("ending session %s (%s)", session.session_id, reason)
         self._act.interrupt()
         # Input and apps first: they are what a stuck stream must never hold up.
@@ -290,6 +309,14 @@ class Dispatcher:
         await self._close_streams(session.session_id)
         await self._close_windows(windows)
         return ops.SessionEnded(released_inputs=released, killed_pids=killed)
+
+    def _scope_to(self, mode: str | None) -> None:
+        """An app session sees and touches only its apps' windows (`app_scope.py`)."""
+        scope = AppScope(self._desktop, self._apps) if mode == "app" else None
+        self._scope = scope
+        self._last_point = None
+        self._screen.set_scope(scope)
+        self._accessibility.set_scope(scope)
 
     async def _close_streams(self, session_id: str) -> None:
         if self._streams is None:
@@ -412,6 +439,8 @@ class Dispatcher:
         if rects is None:
             return ops.ScreenChanged(known=False, damage_mark=mark).model_dump(), None
         listed = [rect.as_list() for rect in rects if rect.w > 0 and rect.h > 0]
+        if self._scope is not None:
+            listed = clip_rects(listed, await asyncio.to_thread(self._scope.require_view))
         if len(listed) > ops.MAX_DIRTY_RECTS:
             listed = [_bounding_box(listed)]
         return ops.ScreenChanged(known=True, damage_mark=mark, rects=listed).model_dump(), None
@@ -437,14 +466,33 @@ class Dispatcher:
     async def _input_batch(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.InputBatch, body)
         self._require_session(request.session_id)
+        if self._scope is not None:
+            await self._check_app_input(self._scope, request)
         # Accepted now, on the loop: an interrupt after this point stops this batch even
         # if it has not started on the worker yet.
         accepted = self._act.accept()
         try:
             done = await self._act.run(request, accepted)
         except BatchStoppedError as exc:
+            self._last_point = None
             raise HostOpError(exc.code, exc.detail, exc.stopped.model_dump()) from exc
+        self._note_last_point(done)
         return done.model_dump(), None
+
+    async def _check_app_input(self, scope: AppScope, request: ops.InputBatch) -> None:
+        """An app session's batch, refused whole before anything runs: no app window
+        (keys too: they would go to whatever window has the focus), or a pointer event
+        off the shown part of the window."""
+        view = await asyncio.to_thread(scope.require_view)
+        check_pointer_events(view, request.events, self._last_point)
+
+    def _note_last_point(self, done: ops.InputDone) -> None:
+        if self._scope is None:
+            return
+        for receipt in reversed(done.events):
+            if receipt.x is not None and receipt.y is not None:
+                self._last_point = (receipt.x, receipt.y)
+                return
 
     async def _app_launch(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.AppLaunch, body)

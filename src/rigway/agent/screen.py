@@ -19,11 +19,19 @@ apart); the next capture encodes them again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from rigway.agent.app_scope import (
+    AppScope,
+    check_region,
+    clip_rects,
+    scoped_pixels,
+    shifted_marks,
+)
 from rigway.agent.backends.base import Desktop, Pixels, Rect
 from rigway.agent.damage_log import DamageLog
 from rigway.agent.desktop_state import read_desktop_state
@@ -82,6 +90,8 @@ class CapturedFrame:
     # is `damage_since(damage_mark)`, which may over-report, never under-report.
     damage_mark: int = 0
     marks: tuple[DrawnMark, ...] = ()
+    # An app session's window, the native rect the image shows (`app_scope.py`).
+    app_window: tuple[int, int, int, int] | None = None
 
     def reply_body(self) -> dict[str, Any]:
         """The `ops.ScreenCaptured` body, built as the dict it dumps to: a model built only
@@ -98,6 +108,7 @@ class CapturedFrame:
             "marks": [
                 {"index": m.index, "id": m.target_id, "labelled": m.labelled} for m in self.marks
             ],
+            "app_window": self.app_window,
         }
 
 
@@ -207,6 +218,12 @@ class ScreenService:
         self._strips: StripJpeg | None = None
         self._changed_strips: set[int] = set()
         self._watches: list[StreamWatch] = []
+        self._scope: AppScope | None = None
+
+    def set_scope(self, scope: AppScope | None) -> None:
+        """An app session's scope (None: the whole desktop); captures read it on the
+        screen worker, so it is set between captures, at a session's start and end."""
+        self._scope = scope
 
     async def capture(
         self, params: CaptureParams, deliver: Callable[[CapturedFrame], None] | None = None
@@ -367,6 +384,8 @@ class ScreenService:
 
     def _capture_frame(self, params: CaptureParams) -> CapturedFrame:
         started = time.perf_counter()
+        if self._scope is not None:
+            return self._capture_scoped(params, self._scope, started)
         width, height = self._desktop.native_size()
         _check_region(params.region, width, height)
         self._poll_damage(width, height)
@@ -403,6 +422,29 @@ class ScreenService:
         self._cache = _CachedFrame(key, image)
         return _frame(image, key, started, cached=False, damage_mark=damage_mark)
 
+    def _capture_scoped(
+        self, params: CaptureParams, scope: AppScope, started: float
+    ) -> CapturedFrame:
+        """An app session's frame: its window (or a region inside it), other windows
+        blacked out, never cached (the cache knows nothing of windows moving)."""
+        width, height = self._desktop.native_size()
+        self._poll_damage(width, height)
+        damage_mark = self._damage_log.mark
+        frame, view = scope.grab(self._desktop.grab)
+        check_region(view, params.region)
+        area = view.window if params.region is None else params.region
+        image = render_jpeg(
+            scoped_pixels(frame, view, area),
+            quality=params.quality,
+            max_width=params.max_width,
+            region=None,
+            marks=shifted_marks(params.marks, area),
+            encode=self._encoder.encode_whole,
+        )
+        key = _CacheKey(params, (width, height))
+        captured = _frame(image, key, started, cached=False, damage_mark=damage_mark)
+        return dataclasses.replace(captured, app_window=view.as_list())
+
     def _encode_whole_desktop(self, frame: Pixels, quality: int) -> EncodedImage:
         """The frame as strips, reusing those of the last whole-desktop frame that no
         damage touched since. Damage that lands between the poll and the grab is not in
@@ -420,17 +462,20 @@ class ScreenService:
         self._changed_strips = set()
 
     def _take_dirty(self) -> ops.DirtyRects:
+        # An app session's first: without a window nothing is taken.
+        view = None if self._scope is None else self._scope.require_view()
         width, height = self._desktop.native_size()
         available = self._desktop.has_damage
         self._poll_damage(width, height)
-        rects = self._dirty.take() if available else []
+        rects = [r.as_list() for r in (self._dirty.take() if available else [])]
         return ops.DirtyRects(
             width=width,
             height=height,
             available=available,
             capture_mode=self._desktop.capture_mode,
-            rects=[r.as_list() for r in rects],
+            rects=rects if view is None else clip_rects(rects, view),
             desktop_state=read_desktop_state(self._desktop),
+            app_window=None if view is None else view.as_list(),
         )
 
     def _return_dirty(self, rects: Sequence[Rect]) -> None:

@@ -45,6 +45,9 @@ ERROR_DESKTOP_UNAVAILABLE = "desktop_unavailable"
 # Input refused because the rig's owner used its own keyboard or mouse less than the
 # session's `owner_idle_s` ago; the detail says when.
 ERROR_OWNER_ACTIVE = "owner_active"
+# An app session (`mode: "app"`) whose apps have no window on screen: screen reads and
+# pointer input have nothing to cover.
+ERROR_NO_APP_WINDOW = "no_app_window"
 # A batch stopped (or refused) on the host; the failed reply's body says where
 # (`InputStopped`: receipts of what ran, the index it stopped at, changed rectangles).
 ERROR_TARGET_GONE = "target_gone"
@@ -59,6 +62,8 @@ Coordinate = Annotated[int, Field(ge=0, le=65535)]
 # A duration a host reports: 1e400 parses as infinity, which no reply may carry on.
 Milliseconds = Annotated[float, Field(ge=0, le=3_600_000, allow_inf_nan=False)]
 Extent = Annotated[int, Field(ge=1, le=65535)]
+# A window's native rectangle, clipped to the capture: x, y, w, h.
+AppWindow = tuple[Coordinate, Coordinate, Extent, Extent]
 
 # Whether the desktop can be seen and driven now: "locked" (lock screen),
 # "secure_desktop" (a UAC or sign-in prompt), "screensaver", "no_display" (no
@@ -140,6 +145,9 @@ class ScreenCaptured(_Body):
     # What `mark` drew: each target's 1-based index in the walk, and whether its label
     # found a free spot. Empty from an older agent.
     marks: list[DrawnMark] = Field(default_factory=list)
+    # An app session's window (native x, y, w, h): the image shows it (or the region
+    # asked for inside it). None in a desktop session.
+    app_window: AppWindow | None = None
 
 
 class ScreenDirty(_Body):
@@ -155,6 +163,8 @@ class DirtyRects(_Body):
     # Sampled with the take, so an observe reports it fresh; None from an agent that
     # predates the field (the gateway then uses the state last noted).
     desktop_state: DesktopState | None = None
+    # An app session's window; its rects lie inside it. None in a desktop session.
+    app_window: AppWindow | None = None
     # Whether the owner uses the rig's own keyboard or mouse now (sampled likewise);
     # None from an agent that predates the field.
     owner_active: bool | None = None
@@ -216,6 +226,8 @@ class TargetSnapshot(_Body):
     targets: list[Target]
     truncated: bool
     host_uia_ms: Milliseconds
+    # An app session's window; its targets show inside it. None in a desktop session.
+    app_window: AppWindow | None = None
 
 
 class InputEvent(_Body):

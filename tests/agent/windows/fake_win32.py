@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from rigway.agent.apps import LAUNCH_ID_ENV, LAUNCH_TAG_ENV
+from rigway.agent.backends.base import Rect
 from rigway.agent.backends.windows.desktop_state import SessionInfo
 from rigway.agent.backends.windows.jobs import SuspendedProcess
 from rigway.agent.backends.windows.launch import environment_block, find_executable
@@ -75,6 +76,9 @@ class FakeWindow:
     ex_style: int = 0
     cloaked: bool = False
     class_name: str = "FakeApp"
+    # On the virtual screen, as DWM draws the frame; None: its bounds cannot be read.
+    bounds: Rect | None = None
+    minimised: bool = False
     # False: the app asks "save changes?" (or hangs) and the window stays.
     closes_on_wm_close: bool = True
 
@@ -377,6 +381,8 @@ class FakeWindowPort:
                 ex_style=w.ex_style,
                 is_cloaked=w.cloaked,
                 class_name=w.class_name,
+                bounds=w.bounds,
+                is_minimised=w.minimised,
             )
             for w in self.machine.windows.values()
         ]

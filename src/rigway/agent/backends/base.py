@@ -60,6 +60,23 @@ class Display:
 
 
 @dataclass(frozen=True, slots=True)
+class StackedWindow:
+    """One top-level window on screen, as `Desktop.window_stack` lists it.
+
+    `rect` is what the window covers on screen (its frame included), in native capture
+    pixels; it may reach past the capture. `pid` owns the window (None when the backend
+    cannot tell). `is_popup` marks a menu, tooltip or other transient surface that no
+    window manager frames (X11 override-redirect, a Windows tool or owned popup): such a
+    surface is never taken for an app's own window, but an app's popups stay visible
+    over it in an app session."""
+
+    window_id: int
+    pid: int | None
+    rect: Rect
+    is_popup: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class AccessibleElement:
     """One interactive control of the focused window, in native screen pixels.
 
@@ -88,6 +105,9 @@ class AccessibilitySnapshot:
     elements: list[AccessibleElement] = field(default_factory=list)
     # True when the walk stopped at the budget (element cap or deadline).
     truncated: bool = False
+    # The process owning the walked window, when the backend knows it: an app session
+    # shows the targets of its own apps' windows only.
+    window_pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +182,15 @@ class Desktop(Protocol):
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         """Close these top-level windows politely, then by force."""
+        ...
+
+    def window_stack(self) -> list[StackedWindow]:
+        """The windows shown now (mapped, not minimised or cloaked), topmost first.
+
+        An app session crops to its app's window and blacks out what lies over it, from
+        this list: a window missing from it would show through. Asked before every
+        screen read of an app session, from the screen or accessibility worker (any
+        thread): it must be cheap (a few round trips to the window system)."""
         ...
 
     def desktop_state(self) -> DesktopState:

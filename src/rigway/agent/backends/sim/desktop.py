@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -27,9 +28,11 @@ from rigway.agent.backends.base import (
     MouseButton,
     Pixels,
     Rect,
+    StackedWindow,
     WalkBudget,
 )
 from rigway.agent.backends.sim import form, widgets
+from rigway.agent.backends.sim.app_windows import AppWindow, AppWindowFactory, blit
 from rigway.agent.backends.sim.form import SignInForm, View
 from rigway.protocol.keys import CHARACTER_KEYS, MODIFIER_KEYS, canonical_key
 
@@ -75,6 +78,9 @@ class SimDesktop:
         self._keys: set[str] = set()
         self._buttons: set[MouseButton] = set()
         self._press_target: str | None = None
+        # Windows launched apps opened (`app_windows.py`), bottom to top, over the form.
+        self._app_windows: list[AppWindow] = []
+        self._app_window_factory = AppWindowFactory()
         # Set by tests (`set_desktop_state`); the sim itself never locks.
         self._desktop_state: DesktopState = "normal"
         # Set by tests (`set_displays`); None: one 96-dpi monitor, the whole canvas.
@@ -93,7 +99,10 @@ class SimDesktop:
     def grab(self) -> Pixels:
         # A private copy: callers may draw marks on it or hand it to another thread.
         with self._lock:
-            return self._pixels.copy()
+            pixels = self._pixels.copy()
+            for window in self._app_windows:
+                blit(pixels, window.pixels, window.rect.x, window.rect.y)
+            return pixels
 
     def poll_damage(self) -> list[Rect]:
         with self._lock:
@@ -143,6 +152,12 @@ class SimDesktop:
 
     def snapshot_accessibility(self, budget: WalkBudget) -> AccessibilitySnapshot:
         with self._lock:
+            if self._app_windows:
+                top = self._app_windows[-1]  # the topmost app window has the focus
+                return AccessibilitySnapshot(
+                    top.title, "frame", [top.element()][: max(budget.max_elements, 0)],
+                    truncated=budget.max_elements < 1, window_pid=top.pid,
+                )  # fmt: skip
             elements = self._elements()
         limit = max(budget.max_elements, 0)
         return AccessibilitySnapshot(
@@ -153,18 +168,26 @@ class SimDesktop:
         )
 
     def list_windows(self) -> frozenset[int]:
-        return frozenset({MAIN_WINDOW_ID})
+        with self._lock:
+            return frozenset({MAIN_WINDOW_ID, *(w.window_id for w in self._app_windows)})
 
     def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
         # The sign-in window belongs to no process the session launched.
-        return {w: None for w in window_ids if w == MAIN_WINDOW_ID}
+        with self._lock:
+            owners: dict[int, int | None] = {w.window_id: w.pid for w in self._app_windows}
+        owners[MAIN_WINDOW_ID] = None
+        return {w: pid for w, pid in owners.items() if w in window_ids}
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
-        """A no-op: the sign-in window is the sim's fixture, present for its whole life.
+        """Closes app windows; the sign-in window is the sim's fixture, present for its
+        whole life (closing it would leave later sessions nothing to drive)."""
+        with self._lock:
+            self._drop_app_windows([w for w in self._app_windows if w.window_id in window_ids])
 
-        The sim opens no other windows, so a restore never has anything of its own to
-        close, and closing the fixture would leave later sessions nothing to drive.
-        """
+    def window_stack(self) -> list[StackedWindow]:
+        with self._lock:
+            apps = [StackedWindow(w.window_id, w.pid, w.rect) for w in reversed(self._app_windows)]
+        return [*apps, StackedWindow(MAIN_WINDOW_ID, None, self.window_rect())]
 
     def desktop_state(self) -> DesktopState:
         with self._lock:
@@ -204,6 +227,19 @@ class SimDesktop:
         picture does not change."""
         with self._lock:
             self._displays = None if displays is None else list(displays)
+
+    def open_app_window(self, pid: int, title: str, rect: Rect | None = None) -> int:
+        """Open a window owned by `pid` on top of the others (`app_windows.py`; a
+        cascaded place when `rect` is None); its id."""
+        with self._lock:
+            window = self._app_window_factory.make(pid, title, rect)
+            self._app_windows.append(window)
+            self._damage.append(window.rect)
+            return window.window_id
+
+    def close_app_windows_of(self, pids: Sequence[int]) -> None:
+        with self._lock:
+            self._drop_app_windows([w for w in self._app_windows if w.pid in pids])
 
     # ---- Observation for tests ----------------------------------------------------
 
@@ -274,6 +310,18 @@ class SimDesktop:
     def _to_screen(self, rect: Rect) -> Rect:
         return Rect(rect.x + self._origin[0], rect.y + self._origin[1], rect.w, rect.h)
 
+    def _drop_app_windows(self, windows: list[AppWindow]) -> None:
+        for window in windows:
+            self._app_windows.remove(window)
+            self._damage.append(window.rect)
+
+    def _app_window_at(self, x: int, y: int) -> AppWindow | None:
+        for window in reversed(self._app_windows):
+            r = window.rect
+            if r.x <= x < r.x + r.w and r.y <= y < r.y + r.h:
+                return window
+        return None
+
     def _refresh(self) -> None:
         canvas = self._window_canvas()
         for key, view in self._form.views().items():
@@ -303,6 +351,14 @@ class SimDesktop:
         return None
 
     def _left_down(self) -> None:
+        window = self._app_window_at(*self._pointer)
+        if window is not None:
+            # A click on an app window raises it (and never reaches the form below).
+            self._app_windows.remove(window)
+            self._app_windows.append(window)
+            self._damage.append(window.rect)
+            self._press_target = None
+            return
         # Focus moves on press, as on real desktops; the action waits for the release.
         target = self._hit()
         self._press_target = target

@@ -13,9 +13,11 @@ import sys
 import time
 from collections.abc import Callable
 
+from rigway.agent.backends.base import Rect
+
 # As a module: its names exist only on Windows (after its own platform assert).
 from rigway.agent.backends.windows import _jobs
-from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, HRESULT_T, INT
+from rigway.agent.backends.windows._ctypes_types import BOOL, DWORD, HANDLE, HRESULT_T, INT, RECT
 from rigway.agent.backends.windows.protect import GuardContext, ProcessInfo
 from rigway.agent.backends.windows.toplevel import CONSTANTS, TopLevelWindow, TopLevelWindows
 
@@ -42,6 +44,10 @@ _user32.GetWindow.argtypes = (HWND, ctypes.c_uint32)
 _user32.GetWindow.restype = HWND
 _user32.GetClassNameW.argtypes = (HWND, ctypes.c_wchar_p, INT)
 _user32.GetClassNameW.restype = INT
+_user32.IsIconic.argtypes = (HWND,)
+_user32.IsIconic.restype = BOOL
+_user32.GetWindowRect.argtypes = (HWND, ctypes.POINTER(RECT))
+_user32.GetWindowRect.restype = BOOL
 _dwmapi.DwmGetWindowAttribute.argtypes = (HWND, DWORD, ctypes.c_void_p, DWORD)
 _dwmapi.DwmGetWindowAttribute.restype = HRESULT_T
 
@@ -67,6 +73,18 @@ def _is_cloaked(hwnd: int) -> bool:
     return result == CONSTANTS["S_OK"] and cloaked.value != 0
 
 
+def _bounds(hwnd: int) -> Rect | None:
+    """The frame as drawn: DWM's extended frame bounds (physical pixels, without the
+    invisible resize borders), else the window rect; None for a window gone."""
+    rect = RECT()
+    result: int = _dwmapi.DwmGetWindowAttribute(
+        hwnd, CONSTANTS["DWMWA_EXTENDED_FRAME_BOUNDS"], ctypes.byref(rect), ctypes.sizeof(rect)
+    )
+    if result != CONSTANTS["S_OK"] and not _user32.GetWindowRect(hwnd, ctypes.byref(rect)):
+        return None
+    return Rect(rect.left, rect.top, rect.right - rect.left, rect.bottom - rect.top)
+
+
 def _class_name(hwnd: int) -> str:
     buffer = ctypes.create_unicode_buffer(_CLASS_NAME_CHARS)
     length: int = _user32.GetClassNameW(hwnd, buffer, _CLASS_NAME_CHARS)
@@ -84,6 +102,8 @@ def _describe(hwnd: int) -> TopLevelWindow:
         ex_style=ex_style & 0xFFFF_FFFF,
         is_cloaked=_is_cloaked(hwnd),
         class_name=_class_name(hwnd),
+        bounds=_bounds(hwnd),
+        is_minimised=bool(_user32.IsIconic(hwnd)),
     )
 
 

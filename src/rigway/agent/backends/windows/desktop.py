@@ -14,6 +14,7 @@ and duplication are made on the thread that opens the desktop, not the screen wo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from rigway.agent.backends.base import (
@@ -23,6 +24,7 @@ from rigway.agent.backends.base import (
     MouseButton,
     Pixels,
     Rect,
+    StackedWindow,
     WalkBudget,
 )
 from rigway.agent.backends.windows.displays import to_displays, whole_capture
@@ -109,6 +111,16 @@ class WindowsDesktop:
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self._windows.close_windows(window_ids)
+
+    def window_stack(self) -> list[StackedWindow]:
+        """The windows role's stack, moved from the virtual screen into capture pixels."""
+        placement = self._screen.placement()
+        stack = []
+        for window in self._windows.window_stack():
+            x, y = placement.from_screen(window.rect.x, window.rect.y)
+            rect = Rect(x, y, window.rect.w, window.rect.h)
+            stack.append(dataclasses.replace(window, rect=rect))
+        return stack
 
     def desktop_state(self) -> DesktopState:
         return self._state.desktop_state()

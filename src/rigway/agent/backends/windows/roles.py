@@ -20,6 +20,7 @@ from rigway.agent.backends.base import (
     MouseButton,
     Pixels,
     Rect,
+    StackedWindow,
     WalkBudget,
 )
 from rigway.agent.backends.windows.displays import MonitorRecord
@@ -92,6 +93,10 @@ class WindowsRole(Protocol):
     def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]: ...
 
     def close_windows(self, window_ids: frozenset[int]) -> None: ...
+
+    def window_stack(self) -> list[StackedWindow]:
+        """Windows that show, topmost first, in virtual-screen coordinates."""
+        ...
 
 
 class StateRole(Protocol):

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from rigway.agent.backends.base import Rect, StackedWindow
 from rigway.agent.backends.windows.abi import AbiDeclarations
 from rigway.agent.backends.windows.protect import GuardContext, ProcessInfo, is_protected
 
@@ -40,6 +41,7 @@ __all__ = [
     "TopLevelWindows",
     "WindowPort",
     "is_listed",
+    "stacked",
 ]
 
 _log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ CONSTANTS: Final[Mapping[str, int]] = {
     "GWL_EXSTYLE": -20,
     "WS_EX_TOOLWINDOW": 0x80,
     "DWMWA_CLOAKED": 14,
+    "DWMWA_EXTENDED_FRAME_BOUNDS": 9,
     "WM_CLOSE": 0x10,
     "S_OK": 0,
 }
@@ -72,6 +75,10 @@ class TopLevelWindow:
     ex_style: int
     is_cloaked: bool
     class_name: str
+    # On the virtual screen: the frame as drawn (DWMWA_EXTENDED_FRAME_BOUNDS, without
+    # the invisible resize borders), else GetWindowRect; None when it cannot be read.
+    bounds: Rect | None = None
+    is_minimised: bool = False
 
 
 def _is_user_window(window: TopLevelWindow) -> bool:
@@ -82,6 +89,24 @@ def _is_user_window(window: TopLevelWindow) -> bool:
 def is_listed(window: TopLevelWindow) -> bool:
     """Whether the window is one of `list_windows`' (an app window a user sees now)."""
     return _is_user_window(window) and not window.is_cloaked
+
+
+# The class of a menu's popup window.
+MENU_CLASS: Final = "#32768"
+
+
+def stacked(window: TopLevelWindow) -> StackedWindow | None:
+    """The window as `Desktop.window_stack` lists it (virtual-screen coordinates), or
+    None when it shows nothing: hidden, minimised, cloaked or without bounds. Tool
+    windows (tooltips, floating palettes) and menus are popups; a dialog owned by an
+    app's window is a window of its own."""
+    if not window.is_visible or window.is_minimised or window.is_cloaked:
+        return None
+    if window.bounds is None or window.bounds.w <= 0 or window.bounds.h <= 0:
+        return None
+    is_tool = window.ex_style & CONSTANTS["WS_EX_TOOLWINDOW"] != 0
+    is_popup = is_tool or window.class_name == MENU_CLASS
+    return StackedWindow(window.hwnd, window.pid, window.bounds, is_popup=is_popup)
 
 
 class WindowPort(Protocol):
@@ -129,6 +154,12 @@ class TopLevelWindows:
     def window_owners(self, window_ids: frozenset[int]) -> dict[int, int | None]:
         """The owner pid of each of these windows still open; None when unknown."""
         return {w.hwnd: w.pid for w in self._port.top_level_windows() if w.hwnd in window_ids}
+
+    def window_stack(self) -> list[StackedWindow]:
+        """Windows that show, topmost first (EnumWindows' z-order), on the virtual
+        screen."""
+        shown = (stacked(w) for w in self._port.top_level_windows())
+        return [w for w in shown if w is not None]
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         owners = self.window_owners(window_ids)

@@ -196,6 +196,7 @@ class X11Accessibility:
             window_role="" if role is None else roles.role_name(int(role[0])),
             elements=elements,
             truncated=walk.truncated,
+            window_pid=self._app_pid(walk, window.app[0]),
         )
 
     # -- peer-to-peer connections ------------------------------------------------------

@@ -24,6 +24,7 @@ from rigway.agent.backends.base import (
     MouseButton,
     Pixels,
     Rect,
+    StackedWindow,
     WalkBudget,
 )
 from rigway.agent.backends.x11.accessibility import X11Accessibility
@@ -141,6 +142,9 @@ class X11Desktop:
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self._windows.close_windows(window_ids)
+
+    def window_stack(self) -> list[StackedWindow]:
+        return self._windows.window_stack()
 
     def desktop_state(self) -> DesktopState:
         """A session lock, else the X screen saver (`desktop_state.py`); any thread."""

@@ -27,6 +27,8 @@ import psutil
 from Xlib import X, display, error, protocol
 from Xlib.ext import res as xres
 
+from rigway.agent.backends.base import Rect, StackedWindow
+
 CLOSE_GRACE_S = 2.0
 KILL_GRACE_S = 1.0
 POLL_INTERVAL_S = 0.05
@@ -81,6 +83,10 @@ class X11Windows:
         self._display_name = display_name
         self._lock = threading.Lock()
         self._conn: Any = None
+        # For `window_stack`: each client's top-level ancestor (its frame, under a
+        # reparenting window manager), and each shown window's owner pid.
+        self._frames: dict[int, int] = {}
+        self._pids: dict[int, int | None] = {}
 
     @contextmanager
     def _session(self) -> Iterator[Any]:
@@ -101,6 +107,40 @@ class X11Windows:
         """The owner pid of each of these windows still open; None when unknown."""
         with self._session() as conn:
             return {w: window_owner_pid(conn, w) for w in self._clients() if w in window_ids}
+
+    def window_stack(self) -> list[StackedWindow]:
+        """The root's mapped children, topmost first (XQueryTree lists them bottom to
+        top): frames with the client each holds, and unmanaged windows (menus,
+        tooltips: override-redirect, `is_popup`). A frame's owner is its client's;
+        geometry is the child's, border included, in root (capture) coordinates."""
+        with self._session() as conn:
+            children = conn.screen().root.query_tree().children
+            present = {int(child.id) for child in children}
+            client_of = self._clients_by_frame(conn, present)
+            self._pids = {w: pid for w, pid in self._pids.items() if w in present}
+            stack = []
+            for child in reversed(children):
+                shown = _shown_geometry(child)
+                if shown is None:
+                    continue
+                rect, override_redirect = shown
+                client = client_of.get(int(child.id))
+                owner = int(child.id) if client is None else client
+                if owner not in self._pids:
+                    self._pids[owner] = window_owner_pid(conn, owner)
+                is_popup = client is None and override_redirect
+                stack.append(StackedWindow(owner, self._pids[owner], rect, is_popup=is_popup))
+            return stack
+
+    def _clients_by_frame(self, conn: Any, present: set[int]) -> dict[int, int]:
+        clients = self._clients()
+        self._frames = {c: f for c, f in self._frames.items() if c in clients and f in present}
+        for client in clients:
+            if client not in self._frames:
+                frame = _top_level(conn, client)
+                if frame is not None:
+                    self._frames[client] = frame
+        return {frame: client for client, frame in self._frames.items()}
 
     def _clients(self) -> list[int]:
         conn = self._conn
@@ -168,6 +208,35 @@ class X11Windows:
         if conn is not None:
             with suppress(error.ConnectionClosedError, OSError):
                 conn.close()
+
+
+def _shown_geometry(window: Any) -> tuple[Rect, bool] | None:
+    """A mapped window's rectangle (border included) and override-redirect flag; None
+    when it is unmapped or gone."""
+    try:
+        attributes = window.get_attributes()
+        if attributes.map_state != X.IsViewable:
+            return None
+        geometry = window.get_geometry()
+    except error.XError:
+        return None  # destroyed since the tree was read: it shows nothing
+    border = 2 * int(geometry.border_width)
+    rect = Rect(int(geometry.x), int(geometry.y), geometry.width + border, geometry.height + border)
+    return rect, bool(attributes.override_redirect)
+
+
+def _top_level(conn: Any, window_id: int) -> int | None:
+    """The root's child that holds this window (itself when unparented)."""
+    root = int(conn.screen().root.id)
+    current = window_id
+    try:
+        while True:
+            parent = int(conn.create_resource_object("window", current).query_tree().parent)
+            if parent == root:
+                return current
+            current = parent
+    except error.XError:
+        return None
 
 
 def _terminate(pids: Iterable[int]) -> None:
