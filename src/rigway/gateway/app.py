@@ -42,6 +42,7 @@ from rigway.gateway.desktop.routes import router as desktop_router
 from rigway.gateway.desktop.routes import send_input
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.draining import CountRequestsInFlight
+from rigway.gateway.observability import RequestMetricsMiddleware, count_metrics
 from rigway.gateway.errors import (
     ApiError,
     InvalidApiKey,
@@ -56,6 +57,11 @@ from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
 from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.recordings.recorder import Recorder
+from rigway.gateway.recordings.routes import console_router as recordings_console_router
+from rigway.gateway.recordings.routes import router as recordings_router
+from rigway.gateway.recordings.service import RecordingService
+from rigway.gateway.recordings.tasks import RecordingCleaner
 from rigway.gateway.releases.routes import router as releases_router
 from rigway.gateway.rigs.owner import RigOwnerActions
 from rigway.gateway.rigs.routes import agent_router
@@ -118,7 +124,15 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         frames.forget_session(session_id)
 
     sessions.on_session_ended.append(forget_frames)
-    desktop = DesktopService(sessions, registry, settings, frames)
+    recorder = Recorder(
+        db,
+        clock,
+        max_bytes=settings.recording_max_bytes,
+        max_steps=settings.recording_max_steps,
+    )
+    sessions.on_session_ended.append(recorder.forget)
+    recordings = RecordingService(db, clock, settings, sessions, recorder)
+    desktop = DesktopService(sessions, registry, settings, frames, recorder)
     takeover = TakeoverService(sessions, desktop, stream, settings, clock)
     sessions.on_session_ended.append(takeover.on_session_ended)
     return Services(
@@ -156,6 +170,9 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         ),
         stream=stream,
         takeover=takeover,
+        recorder=recorder,
+        recordings=recordings,
+        recording_cleaner=RecordingCleaner(recordings, settings.recording_cleanup_interval_s),
     )
 
 
@@ -206,6 +223,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         services.timers.adopt_orphans(orphans)
         services.timers.start()
         services.webhook_dispatcher.start()
+        services.recording_cleaner.start()
         try:
             yield
         finally:
@@ -215,6 +233,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
             await services.registry.close_all()
             await services.sessions.drain()
             await services.sessions.flush_activity()
+            await services.recording_cleaner.stop()
+            await services.recorder.stop()
             await services.rate_limits.close()
             await services.engine.dispose()
 
@@ -238,7 +258,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         generate_unique_id_function=_operation_id,
     )
     app.state.services = services
-    _install_error_handlers(app)
+    services.metrics = count_metrics(services, settings.resolved_node_name())
+    _install_error_handlers(app, services.metrics)
     for router in (
         api_docs_router,
         health_and_metrics_router,
@@ -248,6 +269,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         releases_router,
         sessions_router,
         desktop_router,
+        recordings_router,
+        recordings_console_router,
         keys_router,
         webhooks_router,
         identity_router,
@@ -266,6 +289,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     )
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(CountRequestsInFlight, tracker=services.requests_in_flight)
+    app.add_middleware(RequestMetricsMiddleware, metrics=services.metrics)
     return app
 
 
@@ -334,26 +358,42 @@ def _declare_400_not_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def _install_error_handlers(app: FastAPI, metrics: GatewayMetrics) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        metrics.count_error(exc.status, exc.code)
         return api_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        metrics.count_error(400, "invalid_request")
         return JSONResponse({"error": f"invalid_request: {_describe(exc)}"}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed"}
         code = codes.get(exc.status_code, "invalid_request")
+        metrics.count_error(exc.status_code, code)
         return JSONResponse(
             {"error": f"{code}: {exc.detail}"}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    # The store unreachable (PostgreSQL down, restarting, or out of connections): a 503
+    # the client may retry, never a 500; the engine's pre-ping reconnects by itself.
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(SqlAlchemyTimeoutError)
+    @app.exception_handler(OSError)
+    async def _store_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+        logger.warning("store unavailable: %s", exc)
+        return await _api_error(
+            _request, ServiceUnavailable("the store cannot be reached; retry shortly")
         )
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error", exc_info=exc)
+        metrics.count_error(500, "internal_error")
         return internal_error_response()
 
 

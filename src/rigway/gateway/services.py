@@ -20,9 +20,13 @@ from rigway.gateway.clock import Clock
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.draining import RequestsInFlight
+from rigway.gateway.observability import GatewayMetrics
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.ratelimit import RateLimits
+from rigway.gateway.recordings.recorder import Recorder
+from rigway.gateway.recordings.service import RecordingService
+from rigway.gateway.recordings.tasks import RecordingCleaner
 from rigway.gateway.rigs.owner import RigOwnerActions
 from rigway.gateway.rigs.service import RigService
 from rigway.gateway.sessions.service import SessionService
@@ -57,8 +61,12 @@ class Services:
     rig_owner: RigOwnerActions
     stream: StreamService
     takeover: TakeoverService
+    recorder: Recorder
+    recordings: RecordingService
+    recording_cleaner: RecordingCleaner
     extras: dict[str, Any] = field(default_factory=dict)
     requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
+    metrics: GatewayMetrics = field(default_factory=lambda: GatewayMetrics("test"))
 
 
 def services_of(connection: HTTPConnection) -> Services:

@@ -6,6 +6,7 @@ Sources, later wins: defaults, an optional TOML file named by `RIGWAY_CONFIG`, t
 
 from __future__ import annotations
 
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -187,6 +188,13 @@ class GatewaySettings(BaseModel):
             " closed and nothing the request asked for is done."
         ),
     )
+    node_name: str | None = Field(
+        default=None,
+        description=(
+            "This node's name, the `node` label of every metric. Unset: the machine's"
+            " host name."
+        ),
+    )
     shutdown_grace_s: float = Field(
         default=30.0,
         ge=0,
@@ -324,6 +332,38 @@ class GatewaySettings(BaseModel):
             " default."
         ),
     )
+    recording_retention_s: float = Field(
+        default=7 * 86400,
+        gt=0,
+        description=(
+            "How long a session's recording (`record: true`) is kept after the session"
+            " ended; then the cleaner deletes it and it answers `404 recording_not_found`."
+        ),
+    )
+    recording_max_bytes: int = Field(
+        default=200 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "A recording's size cap (its JPEGs and step records, in bytes); steps beyond"
+            " it are dropped and counted in the archive's `manifest.json`."
+        ),
+    )
+    recording_max_steps: int = Field(
+        default=10_000,
+        ge=1,
+        description=(
+            "A recording's step cap (screenshots, observes and input batches); steps"
+            " beyond it are dropped and counted as for `recording_max_bytes`."
+        ),
+    )
+    recording_cleanup_interval_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds between the cleaner's passes over expired recordings.",
+    )
+
+    def resolved_node_name(self) -> str:
+        return self.node_name if self.node_name is not None else socket.gethostname()
 
     def resolved_console_issuer(self) -> str:
         return self.console_issuer if self.console_issuer is not None else self.public_base_url
@@ -403,9 +443,13 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_SECRET_KEY_FILE": "secret_key_file",
     "RIGWAY_CONSOLE_SIGNING_KEY_FILE": "console_signing_key_file",
     "RIGWAY_SHUTDOWN_GRACE_SECONDS": "shutdown_grace_s",
+    "RIGWAY_NODE_NAME": "node_name",
     "RIGWAY_RELEASE_MANIFEST": "release_manifest_path",
     "RIGWAY_RELEASE_PUBLIC_KEY": "release_public_key",
     "RIGWAY_RELEASE_SIGNING_KEY_FILE": "release_signing_key_file",
+    "RIGWAY_RECORDING_RETENTION_SECONDS": "recording_retention_s",
+    "RIGWAY_RECORDING_MAX_BYTES": "recording_max_bytes",
+    "RIGWAY_RECORDING_MAX_STEPS": "recording_max_steps",
 }
 
 

@@ -13,7 +13,7 @@ import base64
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -54,6 +54,9 @@ from rigway.gateway.sessions.live import LiveSession
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.settings import GatewaySettings
 from rigway.protocol import ops
+
+if TYPE_CHECKING:
+    from rigway.gateway.recordings.recorder import Recorder
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,12 +143,15 @@ class DesktopService:
         registry: HostRegistry,
         settings: GatewaySettings,
         frames: FrameRegistry,
+        recorder: Recorder | None = None,
     ) -> None:
         self._sessions = sessions
         self._registry = registry
         self._settings = settings
         # Every image the API caller is shown, by frame id: input maps through these.
         self.frames = frames
+        # Keeps the steps of sessions started with `record: true` (recordings/).
+        self.recorder = recorder
 
     async def _call(
         self,
@@ -189,10 +195,12 @@ class DesktopService:
         *,
         mark: bool = False,
         counts_as_activity: bool = True,
+        is_step: bool = True,
     ) -> Screenshot:
         """`counts_as_activity=False` for the owner's console peek: only the API
         caller's own screenshots, observes and input keep a session alive, and only
-        those are remembered as frames (`Screenshot.frame`)."""
+        those are remembered as frames (`Screenshot.frame`). `is_step=False` for
+        observe's leg: a recording keeps the observe as one step."""
         self.check_region(live, params.region)
         body = ops.ScreenCapture(
             session_id=live.id,
@@ -215,7 +223,10 @@ class DesktopService:
                 # It ended while the host answered, after its frames were forgotten:
                 # the one just remembered must not outlive it.
                 self.frames.forget_session(live.id)
-        return Screenshot(reply.payload, captured, link_ms, frame)
+        shot = Screenshot(reply.payload, captured, link_ms, frame)
+        if live.record and counts_as_activity and is_step and self.recorder is not None:
+            await self.recorder.screenshot(live, params, shot)
+        return shot
 
     def _remember(
         self, live: LiveSession, params: ScreenParams, captured: ops.ScreenCaptured
@@ -357,11 +368,20 @@ class DesktopService:
             ran = sum(1 for receipt in exc.extra.get("events", ()) if receipt["ok"])
             if ran:
                 self._sessions.record_activity(live, actions=ran)
+            if live.record and self.recorder is not None:
+                await self.recorder.input(live, body, exc)
+            raise
+        except ApiError as exc:
+            if live.record and self.recorder is not None:
+                await self.recorder.input(live, body, exc)
             raise
         finally:
             live.batches_running -= 1
         self._sessions.record_activity(live, actions=events)
-        return _parse_reply(ops.InputDone, reply.body)
+        done = _parse_reply(ops.InputDone, reply.body)
+        if live.record and self.recorder is not None:
+            await self.recorder.input(live, body, done)
+        return done
 
     async def launch(self, live: LiveSession, path: str, args: list[str]) -> int:
         reply = await self._call(
@@ -396,7 +416,7 @@ class DesktopService:
         self.check_region(live, params.region)
         started = time.perf_counter()
         legs = await asyncio.gather(
-            _timed(self.screenshot(live, params, mark=mark)) if image else _none(),
+            _timed(self.screenshot(live, params, mark=mark, is_step=False)) if image else _none(),
             # Observe as a whole answers within the screenshot deadline, so its other
             # legs get that one too, not the longer one they get on their own.
             _timed(self._take_dirty(live, self._settings.screen_timeout_s)),
@@ -422,7 +442,7 @@ class DesktopService:
             # Shown together: a later `observe?since=` diffs the targets against these.
             shown = target_digests(_public_targets(snapshot))
             self.frames.update(live.id, shot_leg[0].frame, targets=shown)
-        return _observe_result(
+        result = _observe_result(
             shot_leg,
             dirty,
             dirty_s,
@@ -432,6 +452,10 @@ class DesktopService:
             started,
             self._desktop_state(live, dirty),
         )
+        if live.record and self.recorder is not None:
+            jpeg = None if shot_leg is None else shot_leg[0].jpeg
+            await self.recorder.observe(live, params, result, jpeg)
+        return result
 
     async def _return_dirty(self, live: LiveSession, dirty: ops.DirtyRects) -> None:
         """Observe failed after its dirty leg took rectangles: hand them back to the
