@@ -156,6 +156,9 @@ _SCREENSHOT_HEADERS = {
     "X-Screenshot-Height": _header("The returned image's height in pixels"),
     "X-Screenshot-Native-Width": _header("The desktop's width in native pixels"),
     "X-Screenshot-Native-Height": _header("The desktop's height in native pixels"),
+    "X-App-Window": _header(
+        "`app` mode only: the app window the image shows, native `x,y,w,h`", "string"
+    ),
     "Server-Timing": _header(
         'host-jpeg;dur=<ms> (the host\'s capture and encode; ;desc="cached" when it '
         "served its last JPEG), link;dur=<ms> (the host link's round trip)",
@@ -210,8 +213,11 @@ def screenshot_headers(shot: Screenshot) -> list[tuple[bytes, bytes]]:
         f", link;dur={shot.link_ms:.2f}"
     )
     frame = [] if shot.frame is None else [(b"x-frame-id", shot.frame.frame_id.encode())]
+    window = reply.app_window
+    app_window = [] if window is None else [(b"x-app-window", b"%d,%d,%d,%d" % window)]
     return [
         *frame,
+        *app_window,
         (b"x-screenshot-width", b"%d" % reply.width),
         (b"x-screenshot-height", b"%d" % reply.height),
         (b"x-screenshot-native-width", b"%d" % reply.native_width),

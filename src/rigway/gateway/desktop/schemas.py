@@ -670,6 +670,13 @@ class ObserveOut(BaseModel):
             "within their delay, and input answers `409 owner_active` until it rests."
         ),
     )
+    app_window: list[int] | None = Field(
+        default=None,
+        description=(
+            "`app` mode: `[x, y, w, h]` (native pixels) of the session's app window, "
+            "which the image, `dirty` and `targets` cover; null in `desktop` mode."
+        ),
+    )
     changed_region: tuple[int, int, int, int] | None = Field(
         default=None,
         description=(

@@ -34,6 +34,7 @@ from rigway.gateway.desktop.schemas import (
 )
 from rigway.gateway.errors import (
     ApiError,
+    Conflict,
     HostError,
     HostTimeout,
     InputConflict,
@@ -101,6 +102,8 @@ def _host_error(exc: Exception, what: str) -> ApiError:
             return InvalidRequest(exc.detail)
         if exc.code == ops.ERROR_APP_NOT_FOUND:
             return NotFound(exc.detail, code="app_not_found")
+        if exc.code == ops.ERROR_NO_APP_WINDOW:
+            return Conflict(exc.detail, code=ops.ERROR_NO_APP_WINDOW)
         if exc.code == ops.ERROR_SESSION_MISMATCH:
             return SessionEnded("the host no longer runs this session")
         if exc.code in INPUT_STOPS:
@@ -215,6 +218,7 @@ class DesktopService:
         )
         link_ms = (time.perf_counter() - started) * 1000
         captured = _parse_reply(ops.ScreenCaptured, reply.body)
+        live.app_window = captured.app_window
         frame = None
         if counts_as_activity:
             frame = self._remember(live, params, captured)
@@ -231,14 +235,16 @@ class DesktopService:
     def _remember(
         self, live: LiveSession, params: ScreenParams, captured: ops.ScreenCaptured
     ) -> Frame | None:
-        """The frame the caller is shown: the region asked for, or the whole desktop as
-        the host measured it when it grabbed."""
+        """The frame the caller is shown: the region asked for, else an app session's
+        window, else the whole desktop as the host measured it when it grabbed."""
         region = params.region
         shown = (
             (0, 0, captured.native_width, captured.native_height)
             if region is None
             else (region.x, region.y, region.w, region.h)
         )
+        if region is None and captured.app_window is not None:
+            shown = captured.app_window
         try:
             return self.frames.remember(
                 live.id,
@@ -273,6 +279,7 @@ class DesktopService:
     async def _take_dirty(self, live: LiveSession, timeout_s: float) -> ops.DirtyRects:
         reply = await self._call(live, ops.SCREEN_DIRTY, {}, timeout_s, "dirty read")
         taken = _parse_reply(ops.DirtyRects, reply.body)
+        live.app_window = taken.app_window
         connection = self._registry.get(live.rig_id)
         if taken.desktop_state is not None and connection is not None:
             connection.desktop_state = taken.desktop_state
@@ -301,7 +308,9 @@ class DesktopService:
         """The "other" deadline on its own, observe's as one of its legs (as `dirty`)."""
         timeout_s = self._settings.host_timeout_s if timeout_s is None else timeout_s
         reply = await self._call(live, ops.A11Y_TARGETS, {}, timeout_s, "targets")
-        return _parse_reply(ops.TargetSnapshot, reply.body)
+        snapshot = _parse_reply(ops.TargetSnapshot, reply.body)
+        live.app_window = snapshot.app_window
+        return snapshot
 
     async def targets(self, live: LiveSession) -> TargetsOut:
         """docs/api.md (Screen): the list is empty when the host is unavailable, not an error."""
@@ -477,7 +486,8 @@ def _since_session_start(live: LiveSession, taken: ops.DirtyRects) -> ops.DirtyR
     live.has_taken_dirty = True
     if not taken.available or taken.width <= 0 or taken.height <= 0:
         return taken  # no damage tracking: `changed` is already true, rects mean nothing
-    return taken.model_copy(update={"rects": [(0, 0, taken.width, taken.height)]})
+    whole = (0, 0, taken.width, taken.height) if taken.app_window is None else taken.app_window
+    return taken.model_copy(update={"rects": [whole]})
 
 
 async def _none() -> None:
@@ -587,4 +597,5 @@ def _observe_result(
             image=image,
         ),
         desktop_state=desktop_state,
+        app_window=None if dirty.app_window is None else list(dirty.app_window),
     )

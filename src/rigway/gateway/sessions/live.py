@@ -45,6 +45,8 @@ class LiveSession:
     # host's damage is the rig's, not the session's: until then the caller has seen
     # nothing of the screen, so the first take reports the whole desktop as changed.
     has_taken_dirty: bool = False
+    # An app session's window as the host last reported it (native x, y, w, h).
+    app_window: tuple[int, int, int, int] | None = None
     record: bool = False
     # "api", or "human" while a person who took control drives the input.
     control: str = "api"

@@ -103,6 +103,7 @@ class SessionService:
             record=row.record,
             control="api" if live is None else live.control,  # type: ignore[arg-type]
             owner_active=live is not None and self._registry.owner_active(row.rig_id) is True,
+            app_window=None if live is None or live.app_window is None else list(live.app_window),
         )
 
     async def get(self, account_id: str, session_id: str) -> SessionOut:
