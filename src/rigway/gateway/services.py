@@ -20,7 +20,6 @@ from rigway.gateway.clock import Clock
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.draining import RequestsInFlight
-from rigway.gateway.observability import GatewayMetrics
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.ratelimit import RateLimits
@@ -66,7 +65,6 @@ class Services:
     recording_cleaner: RecordingCleaner
     extras: dict[str, Any] = field(default_factory=dict)
     requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
-    metrics: GatewayMetrics = field(default_factory=lambda: GatewayMetrics("test"))
 
 
 def services_of(connection: HTTPConnection) -> Services:
