@@ -1,6 +1,7 @@
 """The owner's controls over API sessions on a rig, through the API: `app_mode_only`,
 `owner_idle_s` and `recordings_allowed` on the Rig, changed with `PATCH /v1/rigs/{id}`
-and a console token only, and session create refusing what the owner forbids."""
+and a console token only, session create refusing what the owner forbids, and a new
+owner-idle delay reaching the session running on the rig (`session/owner_idle`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.e2e.harness import Stack
+from rigway.protocol import Request, encode_text, ops
+from tests.e2e.harness import Stack, batch_ran
+from tests.e2e.raw_host import answer_like_a_plain_host, pair_rig, raw_host
 
 pytestmark = pytest.mark.postgres
 
 DEFAULTS = {"app_mode_only": False, "owner_idle_s": 10, "recordings_allowed": True}
+CLICK = {"events": [{"type": "mouse_click", "x": 5, "y": 5}]}
 
 
 def console(stack: Stack, account_id: str | None = None) -> httpx2.AsyncClient:
@@ -162,3 +166,64 @@ async def test_recording_on_a_rig_that_forbids_it_is_refused_recording_not_allow
     assert (await _rig(stack))["active_session_id"] is None
     # Not recording is still allowed there.
     await stack.start_session(record=False)
+
+
+# ---- a new delay during a session ----
+
+
+async def test_a_shorter_delay_reaches_the_running_session_at_once(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    stack.sim().record_local_input()
+    url = f"/v1/sessions/{session_id}/input"
+    refused = await stack.client.post(url, json=CLICK)
+    assert refused.status_code == 409
+    assert refused.json()["error"].startswith("owner_active")
+    await _set_controls(stack, owner_idle_s=0)
+    assert batch_ran(await stack.client.post(url, json=CLICK)) == 1
+
+
+async def test_a_longer_delay_reaches_the_running_session_at_once(stack: Stack) -> None:
+    await _set_controls(stack, owner_idle_s=0)
+    session_id = await stack.start_session()
+    stack.sim().record_local_input()
+    url = f"/v1/sessions/{session_id}/input"
+    assert batch_ran(await stack.client.post(url, json=CLICK)) == 1
+    await _set_controls(stack, owner_idle_s=3600)
+    refused = await stack.client.post(url, json=CLICK)
+    assert refused.status_code == 409
+    assert refused.json()["error"].startswith("owner_active")
+
+
+async def test_a_host_that_cannot_take_the_new_delay_still_gets_it_stored(
+    bare_stack: Stack,
+) -> None:
+    rig_id, rig_token = await pair_rig(bare_stack)
+
+    async def predating_the_op(request: Request) -> str | bytes | None:
+        if request.op == ops.SESSION_OWNER_IDLE:
+            error = {"code": ops.ERROR_UNKNOWN_OP, "detail": f"unknown op {request.op!r}"}
+            return encode_text({"t": "res", "id": request.id, "ok": False, "error": error})
+        return await answer_like_a_plain_host(request)
+
+    async with raw_host(bare_stack.base_url, rig_token, predating_the_op) as host:
+        await bare_stack.wait_online(rig_id)
+        session_id = await bare_stack.start_session_on(rig_id)
+        async with console(bare_stack) as owner:
+            response = await owner.patch(f"/v1/rigs/{rig_id}", json={"owner_idle_s": 0})
+        assert response.status_code == 200, response.text
+        assert response.json()["owner_idle_s"] == 0
+        [told] = [r for r in host.requests if r.op == ops.SESSION_OWNER_IDLE]
+        assert told.body == {"session_id": session_id, "owner_idle_s": 0}
+    session = (await bare_stack.client.get(f"/v1/sessions/{session_id}")).json()
+    assert session["status"] == "active"  # the refusal ends nothing
+
+
+async def test_controls_other_than_the_delay_tell_the_host_nothing(bare_stack: Stack) -> None:
+    rig_id, rig_token = await pair_rig(bare_stack)
+    async with raw_host(bare_stack.base_url, rig_token) as host:
+        await bare_stack.wait_online(rig_id)
+        await bare_stack.start_session_on(rig_id)
+        async with console(bare_stack) as owner:
+            body = {"app_mode_only": True, "recordings_allowed": False, "name": "x"}
+            assert (await owner.patch(f"/v1/rigs/{rig_id}", json=body)).status_code == 200
+        assert ops.SESSION_OWNER_IDLE not in host.ops_seen()

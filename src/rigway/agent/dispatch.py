@@ -165,6 +165,7 @@ class Dispatcher:
         answers_only_by_returning: dict[str, Callable[[dict[str, Any]], Awaitable[Reply]]] = {
             ops.SESSION_START: self._session_start,
             ops.SESSION_END: self._session_end,
+            ops.SESSION_OWNER_IDLE: self._session_owner_idle,
             ops.SCREEN_DIRTY: self._screen_dirty,
             ops.SCREEN_DIRTY_RETURN: self._screen_dirty_return,
             ops.SCREEN_CHANGED_SINCE: self._screen_changed_since,
@@ -292,6 +293,13 @@ class Dispatcher:
                 return await self._end_locked(request.reason)
 
         return (await self._shielded(end())).model_dump(), None
+
+    async def _session_owner_idle(self, body: dict[str, Any]) -> Reply:
+        """The owner changed the delay during the session: the next batch obeys it."""
+        request = _parse(ops.SessionOwnerIdle, body)
+        self._require_session(request.session_id)
+        self._presence.idle_s = request.owner_idle_s
+        return {}, None
 
     async def _end_locked(self, reason: str) -> ops.SessionEnded:
         session, self._session = self._session, None

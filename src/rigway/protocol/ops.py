@@ -27,6 +27,7 @@ WAKE_SEND = "wake/send"
 STREAM_OFFER = "stream/offer"
 STREAM_CANDIDATE = "stream/candidate"
 STREAM_CLOSE = "stream/close"
+SESSION_OWNER_IDLE = "session/owner_idle"
 # Agent → gateway
 SESSION_OWNER_KILL = "session/owner_kill"
 RIG_API_ACCESS = "rig/api_access"
@@ -97,6 +98,13 @@ class SessionStart(_Body):
     mode: Literal["desktop", "app"] = "desktop"
     # API input waits until the rig's own keyboard and mouse have rested this long.
     owner_idle_s: int = Field(default=10, ge=0, le=3600)
+
+
+class SessionOwnerIdle(_Body):
+    """The owner changed the rig's delay while this session runs: it applies now."""
+
+    session_id: str
+    owner_idle_s: int = Field(ge=0, le=3600)
 
 
 class SessionStarted(_Body):

@@ -280,3 +280,15 @@ async def test_sessions_follow_the_settings_saved_in_the_console(
     session_id = await stack.start_session(mode="app")
     page = await owner.client.get(rig_path)
     assert f'href="/console/sessions/{session_id}"' in _section(page.text, "current-session")
+
+
+async def test_a_delay_saved_in_the_console_reaches_the_running_session(
+    stack: Stack, owner: ConsolePages, rig_path: str
+) -> None:
+    session_id = await stack.start_session()
+    stack.sim().record_local_input()
+    url = f"/v1/sessions/{session_id}/input"
+    click = {"events": [{"type": "mouse_click", "x": 5, "y": 5}]}
+    assert (await stack.client.post(url, json=click)).status_code == 409  # owner_active
+    await owner.post(f"{rig_path}/settings", owner_idle_s="0", recordings_allowed="true")
+    assert (await stack.client.post(url, json=click)).status_code == 200

@@ -61,7 +61,7 @@ SECURITY_HEADERS: Mapping[str, str] = {
 NOTICES: Mapping[str, str] = {
     "key_revoked": "The key is revoked: its next request gets 401.",
     "rig_renamed": "The rig is renamed.",
-    "rig_settings_saved": "The rig's settings are saved: sessions started from now on follow them.",
+    "rig_settings_saved": "The rig's settings are saved.",
     "api_enabled": "API access is on: agents with a key can start sessions on this rig.",
     "api_disabled": "API access is off: new sessions on this rig are refused.",
     "rig_unpaired": "The rig is unpaired; its token no longer works.",

@@ -47,7 +47,23 @@ class RigOwnerActions:
         rig = await self._rigs.update(
             account_id, rig_id, name=name, api_access_enabled=api_access_enabled, controls=controls
         )
+        if controls is not None and controls.owner_idle_s is not None:
+            await self._tell_live_session(rig.id, controls.owner_idle_s)
         return self._rigs.view(rig)
+
+    async def _tell_live_session(self, rig_id: str, owner_idle_s: int) -> None:
+        """A session running on the rig takes the owner's new delay at once. Best
+        effort: the setting is stored, so a host that cannot be told (gone, or an agent
+        that predates the op) has it from its next session."""
+        live = self._sessions.live.for_rig(rig_id)
+        connection = self._registry.get(rig_id)
+        if live is None or connection is None:
+            return
+        body = ops.SessionOwnerIdle(session_id=live.id, owner_idle_s=owner_idle_s).model_dump()
+        try:
+            await connection.request(ops.SESSION_OWNER_IDLE, body, self._host_timeout_s)
+        except (HostTimeoutError, HostUnavailableError, HostOpError) as exc:
+            logger.info("session %s keeps its owner-idle delay until its end (%s)", live.id, exc)
 
     async def unpair(self, account_id: str, rig_id: str) -> RigOut:
         # Unpaired first, so no new session can start in the meantime; then the live

@@ -170,8 +170,8 @@ class UpdateRigIn(BaseModel):
         le=OWNER_IDLE_MAX_S,
         description=(
             "Seconds (0 to 3600) the rig's own keyboard and mouse must rest before API "
-            "input is accepted again; 0 turns the pause off. A live session keeps the "
-            "value it started with."
+            "input is accepted again; 0 turns the pause off. The session running on "
+            "the rig takes a new value at once."
         ),
     )
     recordings_allowed: bool | None = Field(
