@@ -292,3 +292,29 @@ async def test_a_delay_saved_in_the_console_reaches_the_running_session(
     assert (await stack.client.post(url, json=click)).status_code == 409  # owner_active
     await owner.post(f"{rig_path}/settings", owner_idle_s="0", recordings_allowed="true")
     assert (await stack.client.post(url, json=click)).status_code == 200
+
+
+async def test_take_control_from_the_rig_page_opens_the_takeover_page(
+    stack: Stack, owner: ConsolePages, rig_path: str
+) -> None:
+    session_id = await stack.start_session()
+    page = await owner.client.get(rig_path)
+    assert f'action="/console/sessions/{session_id}/takeover"' in page.text
+    taken = await owner.post(f"/console/sessions/{session_id}/takeover")
+    assert taken.status_code == 303, taken.text
+    assert "/v1/takeover/view?token=" in taken.headers["location"]
+
+
+async def test_while_a_person_holds_control_the_rig_page_offers_hand_back(
+    stack: Stack, owner: ConsolePages, rig_path: str
+) -> None:
+    session_id = await stack.start_session()
+    live = stack.services.sessions.live.get(session_id)
+    assert live is not None
+    # The state a takeover page's answered offer leaves (tests/e2e/test_takeover.py
+    # drives the real one); only how the page shows it is under test here.
+    live.control = "human"
+    current = _section((await owner.client.get(rig_path)).text, "current-session")
+    assert f'<dd id="session-control">{CONTROL_WORDS["human"]}</dd>' in current
+    assert f'action="/console/sessions/{session_id}/hand-back"' in current
+    assert "/takeover" not in current
