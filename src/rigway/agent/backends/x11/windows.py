@@ -231,7 +231,7 @@ def _top_level(conn: Any, window_id: int) -> int | None:
     current = window_id
     try:
         while True:
-            parent = int(conn.create_resource_object("window", current).query_tree().parent)
+            parent = int(conn.create_resource_object("window", current).query_tree().parent.id)
             if parent == root:
                 return current
             current = parent
