@@ -111,6 +111,18 @@ def test_rigs_update_unpair_and_pairing_code(console: RigwayConsole, gateway: Fa
     assert console.rigs.create_pairing_code().code == "ABCD-1234"
 
 
+def test_rigs_update_sends_only_the_owner_controls_given(
+    console: RigwayConsole, gateway: FakeGateway
+) -> None:
+    controls = {"app_mode_only": True, "owner_idle_s": 0, "recordings_allowed": False}
+    gateway.on("PATCH", "/v1/rigs/rig_1", ok({**RIG, **controls}))
+    rig = console.rigs.update("rig_1", **controls)
+    assert body_of(gateway.last) == controls
+    assert (rig.app_mode_only, rig.owner_idle_s, rig.recordings_allowed) == (True, 0, False)
+    console.rigs.update("rig_1", owner_idle_s=30)
+    assert body_of(gateway.last) == {"owner_idle_s": 30}
+
+
 def test_sessions_list_and_owner_kill(console: RigwayConsole, gateway: FakeGateway) -> None:
     gateway.on(
         "GET", "/v1/sessions", ok({"sessions": [session_json(), session_json(session_id="ses_2")]})
@@ -157,3 +169,13 @@ async def test_async_console_parity(gateway: FakeGateway) -> None:
         assert (await console.sessions.kill("ses_1")).status == "ended"
         assert (await console.webhooks.update("wh-1", events=["session.started"])).id == "wh-1"
         assert body_of(gateway.last) == {"events": ["session.started"]}
+
+
+async def test_async_rigs_update_sends_the_owner_controls(gateway: FakeGateway) -> None:
+    gateway.on("PATCH", "/v1/rigs/rig_1", ok({**RIG, "app_mode_only": True}))
+    async with AsyncRigwayConsole(
+        TOKEN, BASE_URL, transport=httpx2.MockTransport(gateway)
+    ) as console:
+        rig = await console.rigs.update("rig_1", app_mode_only=True)
+    assert body_of(gateway.last) == {"app_mode_only": True}
+    assert (rig.app_mode_only, rig.owner_idle_s, rig.recordings_allowed) == (True, 10, True)

@@ -106,11 +106,27 @@ class ConsoleRigs(_ConsoleResource[SyncAPIClient]):
     """`console.rigs`: owner-side rig management."""
 
     def update(
-        self, rig_id: str, *, api_access_enabled: bool | None = None, name: str | None = None
+        self,
+        rig_id: str,
+        *,
+        api_access_enabled: bool | None = None,
+        name: str | None = None,
+        app_mode_only: bool | None = None,
+        owner_idle_s: int | None = None,
+        recordings_allowed: bool | None = None,
     ) -> Rig:
-        """Turn API access on/off or rename a rig (`PATCH /v1/rigs/{id}`)."""
+        """Turn API access on/off, rename a rig, or set what API sessions may do on it
+        (`app_mode_only`, `owner_idle_s` 0..3600, `recordings_allowed`) with
+        `PATCH /v1/rigs/{id}`; arguments left None stay as they are."""
         return self._client._request(
-            ops.update_rig(rig_id, api_access_enabled=api_access_enabled, name=name)
+            ops.update_rig(
+                rig_id,
+                api_access_enabled=api_access_enabled,
+                name=name,
+                app_mode_only=app_mode_only,
+                owner_idle_s=owner_idle_s,
+                recordings_allowed=recordings_allowed,
+            )
         )
 
     def unpair(self, rig_id: str) -> Rig | None:
@@ -243,11 +259,27 @@ class AsyncConsoleRigs(_ConsoleResource[AsyncAPIClient]):
     """`console.rigs`: owner-side rig management."""
 
     async def update(
-        self, rig_id: str, *, api_access_enabled: bool | None = None, name: str | None = None
+        self,
+        rig_id: str,
+        *,
+        api_access_enabled: bool | None = None,
+        name: str | None = None,
+        app_mode_only: bool | None = None,
+        owner_idle_s: int | None = None,
+        recordings_allowed: bool | None = None,
     ) -> Rig:
-        """Turn API access on/off or rename a rig (`PATCH /v1/rigs/{id}`)."""
+        """Turn API access on/off, rename a rig, or set what API sessions may do on it
+        (`app_mode_only`, `owner_idle_s` 0..3600, `recordings_allowed`) with
+        `PATCH /v1/rigs/{id}`; arguments left None stay as they are."""
         return await self._client._request(
-            ops.update_rig(rig_id, api_access_enabled=api_access_enabled, name=name)
+            ops.update_rig(
+                rig_id,
+                api_access_enabled=api_access_enabled,
+                name=name,
+                app_mode_only=app_mode_only,
+                owner_idle_s=owner_idle_s,
+                recordings_allowed=recordings_allowed,
+            )
         )
 
     async def unpair(self, rig_id: str) -> Rig | None:

@@ -79,13 +79,27 @@ def wake_rig(rig_id: str) -> Operation[WakeResult]:
     )
 
 
-def update_rig(rig_id: str, *, api_access_enabled: bool | None, name: str | None) -> Operation[Rig]:
+def update_rig(
+    rig_id: str,
+    *,
+    api_access_enabled: bool | None,
+    name: str | None,
+    app_mode_only: bool | None = None,
+    owner_idle_s: int | None = None,
+    recordings_allowed: bool | None = None,
+) -> Operation[Rig]:
     """PATCH /v1/rigs/{id} (console): only the fields given."""
     return Operation(
         "PATCH",
         f"/v1/rigs/{_segment(rig_id)}",
         lambda r: _core.decode_model(r, Rig, envelope="rig"),
-        json=body(api_access_enabled=api_access_enabled, name=name),
+        json=body(
+            api_access_enabled=api_access_enabled,
+            name=name,
+            app_mode_only=app_mode_only,
+            owner_idle_s=owner_idle_s,
+            recordings_allowed=recordings_allowed,
+        ),
     )
 
 

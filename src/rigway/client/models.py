@@ -106,6 +106,12 @@ class Rig(ApiModel):
     `normal`, `locked`, `secure_desktop` (a UAC or sign-in prompt), `screensaver`,
     `no_display` or `unknown`; input is refused (409 `desktop_unavailable`) unless
     `normal`. `displays` are its monitors (`Display`), [] while offline.
+
+    The owner's controls: `app_mode_only` (sessions only in `mode="app"`, else 403
+    `mode_not_allowed`), `owner_idle_s` (seconds the rig's own keyboard and mouse must
+    rest before API input is accepted again; 0: never paused) and `recordings_allowed`
+    (else `record=True` is 403 `recording_not_allowed`); a gateway that predates them
+    reads as the defaults.
     """
 
     id: str
@@ -121,6 +127,9 @@ class Rig(ApiModel):
     active_session_id: str | None = None
     desktop_state: str | None = None
     displays: list[Display] = Field(default_factory=list)
+    app_mode_only: bool = False
+    owner_idle_s: int = 10
+    recordings_allowed: bool = True
 
 
 class WakeResult(ApiModel):
