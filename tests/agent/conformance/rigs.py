@@ -16,6 +16,7 @@ from rigway.agent.apps import AppTracker, ProcessTracker
 from rigway.agent.backends.base import AccessibilitySnapshot, Desktop, Rect, WalkBudget
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.backends.sim import form as sim_form
+from rigway.agent.backends.sim.app_windows import SimAppTracker
 from rigway.agent.backends.x11 import X11Desktop
 from tests.support.x_desktop import LaunchedApps, XDesktop, wait_until
 
@@ -100,9 +101,13 @@ def _is_running(pid: int) -> bool:
 
 
 class SimRig(PosixProcesses):
+    """The sim with its app tracker: a launched app opens a window on the sim."""
+
     def __init__(self) -> None:
         self.sim = SimDesktop(width=1280, height=800)
-        self.tracker = ProcessTracker()
+        self.processes = ProcessTracker()
+        self.tracker = SimAppTracker(self.sim, self.processes)
+        self.local_user = ProcessTracker()
 
     @property
     def desktop(self) -> Desktop:
@@ -128,13 +133,21 @@ class SimRig(PosixProcesses):
         self.sim.type_text(secret)
 
     def open_window(self, *, launched: bool) -> tuple[int, int] | None:
-        return None  # the sim has one fixed sign-in window and opens no others
+        before = self.sim.list_windows()
+        if launched:
+            pid = self.tracker.launch("sleep", ["300"])
+        else:
+            pid = self.local_user.launch("sleep", ["300"])
+            self.sim.open_app_window(pid, "A local user's window")
+        (window_id,) = self.sim.list_windows() - before
+        return window_id, pid
 
     def is_window_open(self, window_id: int) -> bool:
         return window_id in self.sim.list_windows()
 
     def close(self) -> None:
         self.tracker.kill_all()
+        self.local_user.kill_all()
         self.sim.close()
 
     def _click(self, rect: Rect) -> None:

@@ -8,9 +8,9 @@ app kills what it started; closing windows closes those and no others.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from rigway.agent.backends.base import Rect, WalkBudget
+from rigway.agent.app_scope import intersect
+from rigway.agent.backends.base import Rect, StackedWindow, WalkBudget
 from rigway.agent.safety import InputGuard
 from tests.agent.conformance.rigs import ConformanceRig
 from tests.support.x_desktop import wait_until
@@ -105,8 +105,7 @@ def test_killing_an_app_ends_everything_it_started(rig: ConformanceRig) -> None:
 
 def test_window_owners_and_close_touch_only_the_windows_named(rig: ConformanceRig) -> None:
     launched = rig.open_window(launched=True)
-    if launched is None:
-        pytest.skip("this backend opens no windows (the sim has one fixed window)")
+    assert launched is not None
     local = rig.open_window(launched=False)
     assert local is not None
     (session_window, session_pid), (local_window, local_pid) = launched, local
@@ -118,3 +117,19 @@ def test_window_owners_and_close_touch_only_the_windows_named(rig: ConformanceRi
 
     assert not rig.is_window_open(session_window)
     assert rig.is_window_open(local_window)
+
+
+def test_the_window_stack_shows_an_opened_window_with_its_owner(rig: ConformanceRig) -> None:
+    launched = rig.open_window(launched=True)
+    assert launched is not None
+    window_id, pid = launched
+    width, height = rig.desktop.native_size()
+
+    def listed() -> StackedWindow | None:
+        return next((w for w in rig.desktop.window_stack() if w.window_id == window_id), None)
+
+    entry = wait_until(listed, message=f"window {window_id} in the stack")
+
+    assert entry.pid == pid
+    assert not entry.is_popup
+    assert intersect(entry.rect, Rect(0, 0, width, height)) == entry.rect

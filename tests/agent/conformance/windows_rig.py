@@ -111,7 +111,8 @@ class WindowsFakeRig:
         else:
             pid = self.machine.add_process("notepad.exe").pid  # the local user's
         hwnd = next(self._hwnds)
-        self.machine.open_window(hwnd, pid)
+        # On the captured output (virtual-screen coordinates), as DWM reports it.
+        self.machine.open_window(hwnd, pid, bounds=Rect(OUTPUT.left + 100, 120, 400, 300))
         return hwnd, pid
 
     def is_window_open(self, window_id: int) -> bool:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from rigway.agent.backends.base import Rect, StackedWindow
 from rigway.agent.backends.windows.jobs import JobAppTracker
-from rigway.agent.backends.windows.toplevel import CONSTANTS, TopLevelWindows
+from rigway.agent.backends.windows.toplevel import CONSTANTS, MENU_CLASS, TopLevelWindows
 from tests.agent.windows.fake_win32 import AGENT_PID, FakeJobPort, FakeWin32, FakeWindowPort
 
 CLOSE_GRACE_S = 2.0
@@ -183,3 +184,43 @@ def test_closing_windows_that_are_gone_posts_nothing(rig: Rig) -> None:
 
     assert rig.port.calls == []
     assert rig.port.waits == []
+
+
+# -- the stack an app session crops to -----------------------------------------------------
+
+
+def test_the_stack_lists_shown_windows_topmost_first_with_bounds_and_owners(rig: Rig) -> None:
+    top = rig.launch_with_window(0x10, bounds=Rect(0, 0, 300, 200))
+    dialog = rig.launch_with_window(0x20, bounds=Rect(50, 50, 200, 100), owner_hwnd=0x10)
+    rig.port.open_window(0x30, AGENT_PID, bounds=Rect(-1920, 0, 800, 600))
+
+    assert rig.windows.window_stack() == [
+        StackedWindow(0x10, top, Rect(0, 0, 300, 200)),
+        StackedWindow(0x20, dialog, Rect(50, 50, 200, 100)),  # owned: a window of its own
+        StackedWindow(0x30, AGENT_PID, Rect(-1920, 0, 800, 600)),
+    ]
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"visible": False},
+        {"minimised": True},
+        {"cloaked": True},
+        {"bounds": None},
+        {"bounds": Rect(10, 10, 0, 40)},
+    ],
+)
+def test_a_window_that_shows_nothing_is_not_stacked(rig: Rig, attrs: dict[str, object]) -> None:
+    rig.launch_with_window(APP_WINDOW, **({"bounds": Rect(0, 0, 10, 10)} | attrs))
+
+    assert rig.windows.window_stack() == []
+
+
+@pytest.mark.parametrize("attrs", [{"ex_style": TOOL}, {"class_name": MENU_CLASS}])
+def test_menus_and_tool_windows_are_popups(rig: Rig, attrs: dict[str, object]) -> None:
+    rig.launch_with_window(APP_WINDOW, bounds=Rect(0, 0, 10, 10), **attrs)
+
+    (stacked,) = rig.windows.window_stack()
+
+    assert stacked.is_popup

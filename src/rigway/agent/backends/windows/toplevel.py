@@ -37,6 +37,7 @@ __all__ = [
     "CLOSE_GRACE_S",
     "CONSTANTS",
     "KILL_GRACE_S",
+    "MENU_CLASS",
     "TopLevelWindow",
     "TopLevelWindows",
     "WindowPort",
