@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from rigway.agent.backends.windows.uia_walk import (
 )
 from tests.agent.windows.fake_uia import (
     BLOCK_LIMIT_S,
+    WINDOW_PID,
     WINDOW_RECT,
     Block,
     FakeClock,
@@ -58,6 +60,7 @@ def test_typical_window_maps_every_control() -> None:
     snapshot = _walk(FakeUiaPort(window.root))
     assert snapshot.window_title == "Sign in"
     assert snapshot.window_role == "window"
+    assert snapshot.window_pid == WINDOW_PID  # an app session shows only its own apps'
     assert _names(snapshot) == ["Username", "Password", "Remember me", "Sign in"]
     assert [e.role for e in snapshot.elements] == [
         "text",
@@ -115,6 +118,12 @@ def test_children_are_asked_once_per_parent() -> None:
     targets = [request.target for request in port.requests_of("children")]
     assert targets[0] is window.root
     assert len(targets) == len({id(t) for t in targets}) == 5
+
+
+def test_a_window_whose_process_id_is_unknown_has_no_pid() -> None:
+    window = typical_window()
+    root = dataclasses.replace(window.root, record=dataclasses.replace(window.root.record, pid=0))
+    assert _walk(FakeUiaPort(root)).window_pid is None
 
 
 def test_no_foreground_window_gives_an_empty_snapshot() -> None:

@@ -121,13 +121,15 @@ class WalkResults:
         self._lock = threading.Lock()
         self._window_title = ""
         self._window_role = ""
+        self._window_pid: int | None = None
         self._elements: list[AccessibleElement] = []
         self._index_by_runtime_id: dict[RuntimeId, int] = {}
         self._truncated = False
 
-    def set_window(self, title: str, role: str) -> None:
+    def set_window(self, title: str, role: str, pid: int | None = None) -> None:
         with self._lock:
             self._window_title, self._window_role = title, role
+            self._window_pid = pid
 
     def add(self, runtime_id: RuntimeId, element: AccessibleElement) -> int:
         """Collect one element; the number collected so far."""
@@ -163,6 +165,7 @@ class WalkResults:
                 window_role=self._window_role,
                 elements=list(self._elements),
                 truncated=self._truncated or truncated,
+                window_pid=self._window_pid,
             )
 
 
@@ -202,7 +205,9 @@ def walk_foreground(
         return
     if root is None:
         return
-    results.set_window(root.record.name, role_name(root.record))
+    # UI Automation's ProcessId: 0 when it could not be read.
+    pid = root.record.pid if root.record.pid > 0 else None
+    results.set_window(root.record.name, role_name(root.record), pid)
     if budget.max_elements <= 0:
         results.mark_truncated()
         return
