@@ -84,7 +84,7 @@ async def test_gateway_command_uses_the_environment_and_stops_on_sigterm(
 
     assert latest.status_code == 200, latest.text
     assert latest.json()["download_url"].startswith(f"{PUBLIC_BASE_URL}/v1/agent/releases/")
-    assert "rigway_active_sessions 0.0" in metrics.text
+    assert 'rigway_active_sessions{node="' in metrics.text
     assert process.returncode == 0, stderr.decode()
     log = [json.loads(line) for line in stderr.decode().splitlines()]
     messages = [entry["message"] for entry in log]

@@ -11,6 +11,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as SqlAlchemyTimeoutError
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -45,6 +47,7 @@ from rigway.gateway.draining import CountRequestsInFlight
 from rigway.gateway.errors import (
     ApiError,
     InvalidApiKey,
+    ServiceUnavailable,
     api_error_response,
     internal_error_response,
 )
@@ -55,6 +58,7 @@ from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
+from rigway.gateway.observability import GatewayMetrics, RequestMetricsMiddleware, count_metrics
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
 from rigway.gateway.recordings.routes import console_router as recordings_console_router
@@ -257,7 +261,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         generate_unique_id_function=_operation_id,
     )
     app.state.services = services
-    _install_error_handlers(app)
+    services.metrics = count_metrics(services, settings.resolved_node_name())
+    _install_error_handlers(app, services.metrics)
     for router in (
         api_docs_router,
         health_and_metrics_router,
@@ -287,6 +292,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     )
     app.add_middleware(RequestIdMiddleware)
     app.add_middleware(CountRequestsInFlight, tracker=services.requests_in_flight)
+    app.add_middleware(RequestMetricsMiddleware, metrics=services.metrics)
     return app
 
 
@@ -355,26 +361,42 @@ def _declare_400_not_422(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _install_error_handlers(app: FastAPI) -> None:
+def _install_error_handlers(app: FastAPI, metrics: GatewayMetrics) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        metrics.count_error(exc.status, exc.code)
         return api_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        metrics.count_error(400, "invalid_request")
         return JSONResponse({"error": f"invalid_request: {_describe(exc)}"}, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         codes = {404: "not_found", 405: "method_not_allowed"}
         code = codes.get(exc.status_code, "invalid_request")
+        metrics.count_error(exc.status_code, code)
         return JSONResponse(
             {"error": f"{code}: {exc.detail}"}, status_code=exc.status_code, headers=exc.headers
+        )
+
+    # The store unreachable (PostgreSQL down, restarting, or out of connections): a 503
+    # the client may retry, never a 500; the engine's pre-ping reconnects by itself.
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(SqlAlchemyTimeoutError)
+    @app.exception_handler(ConnectionError)
+    async def _store_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+        logger.warning("store unavailable: %s", exc)
+        return await _api_error(
+            _request, ServiceUnavailable("the store cannot be reached; retry shortly")
         )
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unhandled error", exc_info=exc)
+        metrics.count_error(500, "internal_error")
         return internal_error_response()
 
 

@@ -3,16 +3,13 @@ answers) and Prometheus metrics (/metrics)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from sqlalchemy import text
 
-from rigway.gateway.services import Services, services_of
+from rigway.gateway.services import services_of
 
 router = APIRouter(tags=["health and metrics"])
 
@@ -36,7 +33,7 @@ async def healthz() -> dict[str, bool]:
     responses={
         200: {"description": "The store answers", "content": _OK},
         503: {
-            "description": "The store is unreachable, or the node is draining",
+            "description": "The store or Redis is unreachable, or the node is draining",
             "content": {
                 "application/json": {
                     "example": {"ok": False, "error": "store_unavailable: connection refused"}
@@ -46,8 +43,9 @@ async def healthz() -> dict[str, bool]:
     },
 )
 async def readyz(request: Request) -> JSONResponse:
-    """200 when the store answers a query; 503 when it is unreachable, or while the node
-    drains before it stops (a load balancer then sends it nothing new)."""
+    """200 when the store answers a query (and Redis a ping, when configured); 503 when
+    either is unreachable, or while the node drains before it stops (a load balancer
+    then sends it nothing new)."""
     services = services_of(request)
     if services.requests_in_flight.is_draining:
         return JSONResponse({"ok": False, "error": "draining"}, status_code=503)
@@ -56,32 +54,15 @@ async def readyz(request: Request) -> JSONResponse:
             await db.execute(text("SELECT 1"))
     except Exception as exc:  # any store failure means "not ready", never a 500
         return JSONResponse({"ok": False, "error": f"store_unavailable: {exc}"}, status_code=503)
+    if not await services.rate_limits.is_reachable():
+        return JSONResponse({"ok": False, "error": "redis_unavailable"}, status_code=503)
     return JSONResponse({"ok": True})
-
-
-class _LiveGauges:
-    """Read at scrape time from the gateway's own state: nothing to keep in step."""
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
-
-    def collect(self) -> Iterator[Metric]:
-        yield GaugeMetricFamily(
-            "rigway_active_sessions",
-            "Active sessions served by this gateway.",
-            value=len(self._services.sessions.live.all()),
-        )
-        yield GaugeMetricFamily(
-            "rigway_connected_hosts",
-            "Host agents connected to this gateway.",
-            value=self._services.registry.connected_count(),
-        )
 
 
 _METRICS_EXAMPLE = """\
 # HELP rigway_active_sessions Active sessions served by this gateway.
 # TYPE rigway_active_sessions gauge
-rigway_active_sessions 1.0
+rigway_active_sessions{node="gw-1"} 1.0
 """
 
 
@@ -97,9 +78,10 @@ rigway_active_sessions 1.0
     },
 )
 async def metrics(request: Request) -> Response:
-    """Active sessions and connected hosts of this gateway, in Prometheus text."""
-    # A registry per scrape rather than the library's global one: each app (and each
+    """This gateway node's figures, in Prometheus text: request and host-op latency
+    histograms, errors by code, sessions ended by reason, webhook outcomes, active
+    sessions, connected hosts, requests in flight; each series labelled with `node`."""
+    # The app's own registry, never the library's global one: each app (and each
     # test's app) reports its own services.
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_LiveGauges(services_of(request)))
+    registry = services_of(request).metrics.registry
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_PLAIN_0_0_4)

@@ -201,6 +201,13 @@ class RateLimits:
             self._warned_at = now
             logger.warning("rate-limit storage unavailable, quotas not enforced: %s", exc)
 
+    async def is_reachable(self) -> bool:
+        """Whether the counts' storage answers (Redis `PING`; always, in the process)."""
+        try:
+            return await self._storage.check()
+        except Exception:  # any failure to answer is "unreachable", never raised
+            return False
+
     async def close(self) -> None:
         """Let go of the storage's connections (Redis) at shutdown. A failure is logged,
         never raised: a stuck disconnect must not stop the rest of the shutdown."""

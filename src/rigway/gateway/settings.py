@@ -6,6 +6,7 @@ Sources, later wins: defaults, an optional TOML file named by `RIGWAY_CONFIG`, t
 
 from __future__ import annotations
 
+import socket
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -187,6 +188,12 @@ class GatewaySettings(BaseModel):
             " closed and nothing the request asked for is done."
         ),
     )
+    node_name: str | None = Field(
+        default=None,
+        description=(
+            "This node's name, the `node` label of every metric. Unset: the machine's host name."
+        ),
+    )
     shutdown_grace_s: float = Field(
         default=30.0,
         ge=0,
@@ -354,6 +361,9 @@ class GatewaySettings(BaseModel):
         description="Seconds between the cleaner's passes over expired recordings.",
     )
 
+    def resolved_node_name(self) -> str:
+        return self.node_name if self.node_name is not None else socket.gethostname()
+
     def resolved_console_issuer(self) -> str:
         return self.console_issuer if self.console_issuer is not None else self.public_base_url
 
@@ -432,6 +442,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_SECRET_KEY_FILE": "secret_key_file",
     "RIGWAY_CONSOLE_SIGNING_KEY_FILE": "console_signing_key_file",
     "RIGWAY_SHUTDOWN_GRACE_SECONDS": "shutdown_grace_s",
+    "RIGWAY_NODE_NAME": "node_name",
     "RIGWAY_RELEASE_MANIFEST": "release_manifest_path",
     "RIGWAY_RELEASE_PUBLIC_KEY": "release_public_key",
     "RIGWAY_RELEASE_SIGNING_KEY_FILE": "release_signing_key_file",

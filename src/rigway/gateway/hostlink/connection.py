@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +69,9 @@ class HostConnection:
         heartbeat_interval_s: float,
         monotonic: Callable[[], float],
         on_agent_request: AgentRequestHandler,
+        on_op_done: Callable[[str, float, str], None] = lambda op, seconds, outcome: None,
     ) -> None:
+        self._on_op_done = on_op_done
         self.rig_id = rig_id
         self.hello = hello
         # An agent that does not report its desktop's state leaves it "unknown".
@@ -119,16 +122,25 @@ class HostConnection:
             "deadline_ms": max(1, int(timeout_s * 1000)),
             "body": body,
         }
+        started = time.perf_counter()
+        outcome = "unavailable"
         try:
             # The send is inside the deadline: a host that stops reading fills the
             # socket, and the caller must still get its 504 on time.
             async with asyncio.timeout(timeout_s):
                 await self._send_text(message)
-                return await waiter
+                reply = await waiter
+            outcome = "ok"
+            return reply
         except TimeoutError as exc:
+            outcome = "timeout"
             raise HostTimeoutError(f"{op} got no answer within {timeout_s:g} s") from exc
+        except HostOpError:
+            outcome = "error"
+            raise
         finally:
             self._pending.pop(request_id, None)
+            self._on_op_done(op, time.perf_counter() - started, outcome)
 
     async def serve(self) -> None:
         """Run until the link closes; fails every pending request when it does."""

@@ -53,6 +53,7 @@ async def agent_connect(websocket: WebSocket) -> None:
         on_agent_request=lambda op, conn, body: _on_agent_request(
             services, account_id, op, conn, body
         ),
+        on_op_done=services.metrics.observe_host_op,
     )
     try:
         await services.rigs.record_hello(rig.id, hello)

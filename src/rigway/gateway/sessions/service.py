@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
@@ -73,6 +74,8 @@ class SessionService:
         self.on_events_written: Callable[[], None] = lambda: None
         # Called with the session id once a session ended (live streams close on it).
         self.on_session_ended: list[Callable[[str], Awaitable[None]]] = []
+        # Sessions this node ended, by reason (the metrics read it at scrape time).
+        self.ended_by_reason: Counter[str] = Counter()
 
     # ---- reads ----
 
@@ -284,6 +287,7 @@ class SessionService:
                     )
             self._end_locks.pop(session_id, None)
         if won:
+            self.ended_by_reason[reason] += 1
             self.on_events_written()
             self.live.remove(session_id)
             for listener in self.on_session_ended:

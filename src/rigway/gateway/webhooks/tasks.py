@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import secrets
+from collections import Counter
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
@@ -58,6 +59,8 @@ class WebhookDispatcher:
         self._wake = asyncio.Event()
         self._loop_task: asyncio.Task[None] | None = None
         self._deliveries: set[asyncio.Task[DeliveryResult]] = set()
+        # Deliveries by outcome (the metrics read it at scrape time).
+        self.outcomes: Counter[str] = Counter()
 
     def notify(self) -> None:
         """New events are in the outbox: drain now rather than at the next poll."""
@@ -148,6 +151,7 @@ class WebhookDispatcher:
             ca_bundle=self._ca_bundle,
         )
         await self._record(hook.id, delivery_id, event, result)
+        self.outcomes[_outcome(result)] += 1
         return result
 
     async def _record(
@@ -164,3 +168,10 @@ class WebhookDispatcher:
                 error=result.error,
                 keep=DELIVERIES_KEPT_PER_WEBHOOK,
             )
+
+
+def _outcome(result: DeliveryResult) -> str:
+    """`delivered` (a 2xx), `refused` (another status) or `failed` (no answer at all)."""
+    if result.status is None:
+        return "failed"
+    return "delivered" if 200 <= result.status < 300 else "refused"
