@@ -460,6 +460,7 @@ class DesktopService:
             image,
             started,
             self._desktop_state(live, dirty),
+            owner_active=self._owner_active(live, dirty),
         )
         if live.record and self.recorder is not None:
             jpeg = None if shot_leg is None else shot_leg[0].jpeg
@@ -597,5 +598,6 @@ def _observe_result(
             image=image,
         ),
         desktop_state=desktop_state,
+        owner_active=owner_active,
         app_window=None if dirty.app_window is None else list(dirty.app_window),
     )

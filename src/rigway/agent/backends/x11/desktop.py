@@ -12,6 +12,7 @@ belong to one thread (the agent's screen worker) while their pixels are in use.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
 import xcffib
@@ -34,6 +35,7 @@ from rigway.agent.backends.x11.desktop_state import X11DesktopState
 from rigway.agent.backends.x11.displays import read_displays
 from rigway.agent.backends.x11.errors import X11UnavailableError
 from rigway.agent.backends.x11.input import PER_KEY_S, SETTLE_S, X11Input
+from rigway.agent.backends.x11.local_input import LocalInputListener, XInputRawSource
 from rigway.agent.backends.x11.windows import X11Windows
 
 
@@ -62,6 +64,9 @@ class X11Desktop:
         self._accessibility = X11Accessibility(display_name, session_bus_address, screen_size)
         self._windows = X11Windows(display_name)
         self._state = X11DesktopState(display_name, system_bus_address=system_bus_address)
+        # Listens from the start, so input before the first batch counts too.
+        self._local_input = LocalInputListener(partial(XInputRawSource, display_name))
+        self._local_input.start()
 
     # -- screen ----------------------------------------------------------------------
     def native_size(self) -> tuple[int, int]:
@@ -151,7 +156,19 @@ class X11Desktop:
         return self._state.read()
 
     def last_local_input(self) -> float | None:
-        return None  # not listened for yet on this backend: the owner never counts
+        """The last XInput2 raw event of a device that is not XTEST's (`local_input.py`);
+        any thread."""
+        return self._local_input.last_local_input()
+
+    @property
+    def local_input_ready(self) -> threading.Event:
+        """Set once the owner's input is listened for (or cannot be): for tests."""
+        return self._local_input.ready
+
+    @property
+    def injected_input_count(self) -> int:
+        """Raw events of XTEST's devices the listener read: for tests."""
+        return self._local_input.injected_count
 
     def displays(self) -> list[Display]:
         """RandR's monitors (`displays.py`), on a connection of its own; any thread."""
@@ -170,6 +187,7 @@ class X11Desktop:
         self._accessibility.close()
         self._windows.close()
         self._state.close()
+        self._local_input.close()
 
 
 def open_x11_desktop(
