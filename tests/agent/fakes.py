@@ -19,6 +19,7 @@ from rigway.agent.backends.base import (
     MouseButton,
     Pixels,
     Rect,
+    StackedWindow,
     WalkBudget,
 )
 
@@ -48,6 +49,8 @@ class FakeDesktop:
         # Owner pid of a window (absent: unknown); `open_window` sets both.
         self.window_pids: dict[int, int] = {}
         self.closed_windows: list[frozenset[int]] = []
+        # What `window_stack` answers, topmost first (an app session's tests set it).
+        self.stacked_windows: list[StackedWindow] = []
         # What `desktop_state` answers (or raises, against the contract: a broken
         # backend), and how often it was asked, for tests that wait on the sampling.
         self.state: DesktopState = "normal"
@@ -135,6 +138,9 @@ class FakeDesktop:
         self.closed_windows.append(window_ids)
         self.windows -= window_ids
 
+    def window_stack(self) -> list[StackedWindow]:
+        return list(self.stacked_windows)
+
     def desktop_state(self) -> DesktopState:
         with self._state_read:
             self._state_reads += 1
@@ -212,6 +218,9 @@ class RecordingDesktop:
 
     def close_windows(self, window_ids: frozenset[int]) -> None:
         self.inner.close_windows(window_ids)
+
+    def window_stack(self) -> list[StackedWindow]:
+        return self.inner.window_stack()
 
     def desktop_state(self) -> DesktopState:
         return self.inner.desktop_state()
