@@ -70,10 +70,19 @@ class TakeoverPage(AiortcViewer):
 
 @contextlib.asynccontextmanager
 async def streaming_stack(
-    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    keep_remote_candidates: bool = False,
 ) -> AsyncIterator[Stack]:
     """One sim rig whose agent streams on 127.0.0.1 only (aioice offers only it, to the
-    test's aiortc viewers too); aiortc's own encoders put back after."""
+    test's aiortc viewers too); aiortc's own encoders put back after.
+
+    `keep_remote_candidates`: the agent keeps a browser's candidates whatever their
+    address. Chromium may offer none on loopback; with them dropped the agent's ICE
+    hears end-of-candidates with nothing to pair, and the media then connects only when
+    Chromium's first check (a peer-reflexive candidate) happens to arrive before it."""
     monkeypatch.setattr(aioice.ice, "get_host_addresses", aioice.ice.get_host_addresses)
     pin_host_addresses_to_loopback()
     try:
@@ -84,7 +93,7 @@ async def streaming_stack(
             agent_settings={
                 "heartbeat_interval_s": 1.0,
                 "session_grace_s": 1.0,
-                "stream": StreamSettings(loopback_only=True),
+                "stream": StreamSettings(loopback_only=not keep_remote_candidates),
             },
         ) as running:
             yield running
