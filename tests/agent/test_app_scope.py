@@ -33,7 +33,10 @@ from rigway.agent.backends.base import (
 )
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.imaging import Mark
+from rigway.agent.screen import ScreenService
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
+from tests.agent.fakes import FakeDesktop
 
 OURS = 100
 THEIRS = 200
@@ -352,3 +355,39 @@ def test_the_scoped_walk_names_the_view_it_used() -> None:
     assert view.window == Rect(100, 100, 480, 320)
     assert [e.name for e in snapshot.elements] == ["OK"]
     assert snapshot.window_pid == OURS
+
+
+# -- waits watch the window only ----------------------------------------------------------
+
+
+async def test_a_wait_for_change_counts_only_changes_on_the_window(
+    screen_worker: SerialWorker,
+) -> None:
+    sim = SimDesktop(WIDTH, HEIGHT)
+    screen = ScreenService(sim, screen_worker)
+    window = Rect(0, 0, 200, 200)
+    mark = await screen.damage_mark()
+
+    sim.open_app_window(THEIRS, "far", Rect(400, 300, 200, 150))
+    assert await screen.wait_for_change(mark, 0.05, window) is False
+    sim.open_app_window(THEIRS, "near", Rect(150, 150, 200, 150))
+    assert await screen.wait_for_change(mark, 0.05, window) is True
+
+
+class ChangingElsewhere(FakeDesktop):
+    """Damage at every poll, all of it far from the window the waits watch."""
+
+    def poll_damage(self) -> list[Rect]:
+        return [Rect(300, 150, 10, 10)]
+
+
+async def test_changes_off_the_window_do_not_keep_a_wait_from_settling(
+    screen_worker: SerialWorker,
+) -> None:
+    screen = ScreenService(ChangingElsewhere(), screen_worker)
+
+    settled, _ = await screen.wait_quiet(0.03, 0.5, Rect(0, 0, 100, 100))
+    unscoped, _ = await screen.wait_quiet(0.03, 0.1)
+
+    assert settled
+    assert not unscoped

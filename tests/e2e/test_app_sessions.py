@@ -9,6 +9,7 @@ pid the session never launched.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -191,3 +192,18 @@ async def test_after_the_app_is_killed_there_is_no_app_window_again(rig: AppRig)
     response = await rig.call("GET", "/screenshot")
 
     assert response.status_code == 409
+
+
+async def test_a_wait_for_change_ignores_changes_off_the_window(rig: AppRig) -> None:
+    await rig.launch()
+    waiting = asyncio.create_task(
+        rig.call("POST", "/wait", json={"until": "change", "timeout_ms": 300})
+    )
+    # Far from the app window: whenever it lands, before or during the wait, it is not
+    # a change the session may see.
+    rig.sim.open_app_window(OTHER_PID, "Elsewhere", Rect(900, 500, 300, 200))
+
+    response = await waiting
+
+    assert response.status_code == 200, response.text
+    assert response.json()["met"] is False

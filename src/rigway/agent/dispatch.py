@@ -465,7 +465,10 @@ class Dispatcher:
         self._require_session(request.session_id)
         if request.until == "target" and not names_a_target(request):
             raise HostOpError(ops.ERROR_INVALID_REQUEST, "until target names no target")
-        waited = await wait_on_screen(request, self._screen, self._accessibility)
+        within = None
+        if self._scope is not None and request.until != "target":
+            within = (await asyncio.to_thread(self._scope.require_view)).window
+        waited = await wait_on_screen(request, self._screen, self._accessibility, within)
         self._require_session(request.session_id)
         return waited.model_dump(), None
 

@@ -29,6 +29,7 @@ from rigway.agent.app_scope import (
     AppScope,
     check_region,
     clip_rects,
+    intersect,
     scoped_pixels,
     shifted_marks,
 )
@@ -263,22 +264,28 @@ class ScreenService:
         told: no damage on this backend, or the mark is older than the log reaches."""
         return await self._run(self._polled_since, mark)
 
-    async def wait_for_change(self, mark: int, timeout_s: float) -> bool | None:
-        """Whether the screen changed after `mark` within `timeout_s`; None when the
-        backend cannot tell (no damage). Returns as soon as a poll sees a change."""
+    async def wait_for_change(
+        self, mark: int, timeout_s: float, within: Rect | None = None
+    ) -> bool | None:
+        """Whether the screen changed after `mark` within `timeout_s` (inside `within`
+        when given: an app session's window); None when the backend cannot tell (no
+        damage). Returns as soon as a poll sees a change."""
         if not self._desktop.has_damage:
             return None
         deadline = time.monotonic() + timeout_s
         while True:
-            changed = await self.damage_since(mark)
+            changed = _inside(await self.damage_since(mark), within)
             if changed is None or changed:
                 return True
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(min(DAMAGE_POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
 
-    async def wait_quiet(self, quiet_s: float, timeout_s: float) -> tuple[bool, float]:
-        """Wait until no damage has arrived for `quiet_s`, at most `timeout_s`:
+    async def wait_quiet(
+        self, quiet_s: float, timeout_s: float, within: Rect | None = None
+    ) -> tuple[bool, float]:
+        """Wait until no damage (inside `within`, when given) has arrived for `quiet_s`,
+        at most `timeout_s`:
         (settled, seconds waited). Without damage the screen cannot be watched: the
         wait is `quiet_s` (bounded by the timeout) and never counts as settled."""
         started = time.monotonic()
@@ -290,6 +297,7 @@ class ScreenService:
         while True:
             # One poll answers both: what changed after `mark`, and the mark to watch next.
             changed, latest = await self._run(self._polled_since_and_mark, mark)
+            changed = _inside(changed, within)
             now = time.monotonic()
             if changed is None or changed:
                 mark = latest
@@ -508,6 +516,13 @@ def _frame(
         damage_mark=damage_mark,
         marks=image.marks,
     )
+
+
+def _inside(rects: list[Rect] | None, within: Rect | None) -> list[Rect] | None:
+    """The rects that touch `within` (all of them without one); None stays None."""
+    if rects is None or within is None:
+        return rects
+    return [r for r in rects if intersect(r, within) is not None]
 
 
 def _is_whole_desktop(params: CaptureParams, width: int, height: int) -> bool:

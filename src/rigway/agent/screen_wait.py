@@ -15,6 +15,7 @@ import logging
 import time
 
 from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.backends.base import Rect
 from rigway.agent.screen import ScreenService
 from rigway.protocol import ops
 
@@ -28,17 +29,21 @@ TARGET_WALK_INTERVAL_S = 0.15
 
 
 async def wait_on_screen(
-    request: ops.ScreenWait, screen: ScreenService, accessibility: AccessibilityService
+    request: ops.ScreenWait,
+    screen: ScreenService,
+    accessibility: AccessibilityService,
+    within: Rect | None = None,
 ) -> ops.ScreenWaited:
+    """`within`: an app session's window; changes elsewhere do not count."""
     timeout_s = request.timeout_ms / 1000
     started = time.monotonic()
     if request.until == "change":
         # The mark first: only damage after the wait began counts.
         mark = await screen.damage_mark()
-        changed = await screen.wait_for_change(mark, timeout_s)
+        changed = await screen.wait_for_change(mark, timeout_s, within)
         return _waited(changed is True, started)
     if request.until == "quiet":
-        settled, _ = await screen.wait_quiet(request.quiet_ms / 1000, timeout_s)
+        settled, _ = await screen.wait_quiet(request.quiet_ms / 1000, timeout_s, within)
         return _waited(settled, started)
     return await _wait_for_target(request, accessibility, started, started + timeout_s)
 
