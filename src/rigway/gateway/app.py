@@ -58,6 +58,7 @@ from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
+from rigway.gateway.notices import API_KEY_FORGOTTEN, notices_for
 from rigway.gateway.observability import GatewayMetrics, RequestMetricsMiddleware, count_metrics
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
@@ -105,6 +106,11 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         displays_of=registry.displays,
     )
     api_keys = ApiKeyAuthenticator(db, clock)
+    notices = notices_for(settings.redis_url)
+    # A key revoked or created on one node is forgotten by every node at once.
+    api_keys.on_forget = lambda prefix: notices.publish(API_KEY_FORGOTTEN, {"prefix": prefix})
+    notices.on(API_KEY_FORGOTTEN, lambda body: api_keys.forget_here(str(body.get("prefix"))))
+    notices.on_resubscribed(api_keys.forget_all)
     rate_limits = RateLimits(settings, clock)
     identity, console_tokens = _console_auth(settings, clock, db, rate_limits)
     box = SecretBox.from_file(settings.secret_key_file or settings.state_dir / "secret.key")
@@ -172,6 +178,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
             host_timeout_s=settings.host_timeout_s,
         ),
         stream=stream,
+        notices=notices,
         takeover=takeover,
         recorder=recorder,
         recordings=recordings,
@@ -224,6 +231,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         await apply_migrations(services.engine)
         orphans = await services.sessions.load_active()
         services.timers.adopt_orphans(orphans)
+        await services.notices.start()
         services.timers.start()
         services.webhook_dispatcher.start()
         services.recording_cleaner.start()
@@ -239,6 +247,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
             await services.recording_cleaner.stop()
             await services.recorder.stop()
             await services.rate_limits.close()
+            await services.notices.stop()
             await services.engine.dispose()
 
     app = FastAPI(

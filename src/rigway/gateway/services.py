@@ -22,6 +22,7 @@ from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.draining import RequestsInFlight
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
+from rigway.gateway.notices import NoOtherNodes, Notices
 from rigway.gateway.observability import GatewayMetrics
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
@@ -67,6 +68,7 @@ class Services:
     extras: dict[str, Any] = field(default_factory=dict)
     requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
     metrics: GatewayMetrics = field(default_factory=lambda: GatewayMetrics("test"))
+    notices: Notices = field(default_factory=NoOtherNodes)
 
 
 def services_of(connection: HTTPConnection) -> Services:

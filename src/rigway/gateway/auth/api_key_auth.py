@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -79,12 +80,15 @@ class ApiKeyAuthenticator:
     and of prefixes the store does not have.
 
     Revocation and creation go through `forget()`, so either takes effect on the very
-    next request (another gateway node's creation, within the cache's 30 s).
+    next request, here and (through `on_forget`, the notices between nodes) on every
+    other node of the service.
     """
 
     def __init__(self, db_sessions: async_sessionmaker[DbSession], clock: Clock) -> None:
         self._db_sessions = db_sessions
         self._clock = clock
+        # Told the prefix of every key forgotten here, to tell the other nodes.
+        self.on_forget: Callable[[str], None] = lambda prefix: None
         self._cache: dict[str, _CachedKey] = {}
         # prefix -> when the store last said it has no live key under it (monotonic s)
         self._unknown: dict[str, float] = {}
@@ -108,9 +112,20 @@ class ApiKeyAuthenticator:
         return cached.principal
 
     def forget(self, prefix: str) -> None:
+        """Drop what this node knows of `prefix`, and have the other nodes drop it too."""
+        self.forget_here(prefix)
+        self.on_forget(prefix)
+
+    def forget_here(self, prefix: str) -> None:
         self._generation += 1
         self._cache.pop(prefix, None)
         self._unknown.pop(prefix, None)
+
+    def forget_all(self) -> None:
+        """Drop every cached key: after notices from other nodes may have been missed."""
+        self._generation += 1
+        self._cache.clear()
+        self._unknown.clear()
 
     def _known_unknown(self, prefix: str) -> bool:
         noted_at = self._unknown.get(prefix)
