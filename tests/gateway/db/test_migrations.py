@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy.engine import Connection
 
 from rigway.gateway.db.engine import apply_migrations, create_engine
 from rigway.gateway.db.models import Base
+
+pytestmark = pytest.mark.postgres
 
 
 def _differences(connection: Connection) -> list[Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 
 from rigway.gateway.db.models import Session
@@ -64,8 +64,19 @@ async def set_host_facts(
 async def flush_activity(
     db: DbSession, session_id: str, last_activity_at: datetime, action_count: int
 ) -> None:
+    """Write the live counts, never moving either backwards: a flush that arrives after
+    a newer one (another node's, or a slow transaction) changes nothing it would lower."""
     await db.execute(
         update(Session)
         .where(Session.id == session_id, Session.status == "active")
-        .values(last_activity_at=last_activity_at, action_count=action_count)
+        .values(
+            last_activity_at=case(
+                (Session.last_activity_at < last_activity_at, last_activity_at),
+                else_=Session.last_activity_at,
+            ),
+            action_count=case(
+                (Session.action_count < action_count, action_count),
+                else_=Session.action_count,
+            ),
+        )
     )

@@ -96,21 +96,23 @@ async def recent_deliveries_for_account(
     return [(row, url) for row, url in await db.execute(query)]
 
 
-async def pending_events(db: DbSession, limit: int) -> Sequence[WebhookOutbox]:
+async def claim_pending_events(db: DbSession, limit: int, now: datetime) -> Sequence[WebhookOutbox]:
+    """Up to `limit` undispatched events, oldest first, marked dispatched for this caller
+    alone. On PostgreSQL the rows another node is claiming are skipped (`FOR UPDATE SKIP
+    LOCKED`), so nodes draining at once share the backlog instead of queueing on it;
+    SQLite, one writer at a time, needs no row locks. Commit to make the claim stick."""
     query = (
         select(WebhookOutbox)
         .where(WebhookOutbox.dispatched_at.is_(None))
         .order_by(WebhookOutbox.created_at, WebhookOutbox.id)
         .limit(limit)
+        .with_for_update(skip_locked=True)
     )
-    return (await db.scalars(query)).all()
-
-
-async def claim_event(db: DbSession, event_id: str, now: datetime) -> bool:
-    """True for the one caller, across gateway nodes, whose conditional UPDATE won."""
-    result = await db.execute(
-        update(WebhookOutbox)
-        .where(WebhookOutbox.id == event_id, WebhookOutbox.dispatched_at.is_(None))
-        .values(dispatched_at=now)
-    )
-    return bool(getattr(result, "rowcount", 0) == 1)
+    events = (await db.scalars(query)).all()
+    if events:
+        await db.execute(
+            update(WebhookOutbox)
+            .where(WebhookOutbox.id.in_([event.id for event in events]))
+            .values(dispatched_at=now)
+        )
+    return events

@@ -94,16 +94,11 @@ class WebhookDispatcher:
 
     async def drain_once(self) -> int:
         """Claims and schedules up to one batch of events; returns how many it claimed."""
-        async with self._db_sessions() as db:
-            pending = await repository.pending_events(db, _BATCH)
-        for event in pending:
-            if await self._claim(event.id):
-                await self._schedule(event)
-        return len(pending)
-
-    async def _claim(self, event_id: str) -> bool:
         async with self._db_sessions.begin() as db:
-            return await repository.claim_event(db, event_id, self._clock.now())
+            claimed = await repository.claim_pending_events(db, _BATCH, self._clock.now())
+        for event in claimed:
+            await self._schedule(event)
+        return len(claimed)
 
     async def _schedule(self, event: WebhookOutbox) -> None:
         async with self._db_sessions() as db:
