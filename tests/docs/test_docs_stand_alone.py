@@ -15,7 +15,7 @@ from rigway.protocol.keys import (
     NAMED_KEYS,
     canonical_key,
 )
-from tests.e2e.harness import Stack, batch_ran, ok_json
+from tests.e2e.harness import Stack, ok_json
 from tests.support.live import live_stack
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -70,20 +70,22 @@ async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
         yield running
 
 
-async def test_an_app_mode_session_sees_and_drives_the_whole_desktop(stack: Stack) -> None:
-    # docs/api.md (Sessions): `app` behaves as `desktop` today.
+async def test_an_app_mode_session_sees_nothing_of_the_desktop_before_its_app_has_a_window(
+    stack: Stack,
+) -> None:
+    # docs/api.md (Sessions scoped to an app): the owner's desktop stays private.
     session_id = await stack.start_session(mode="app")
     session = ok_json(await stack.client.get(f"/v1/sessions/{session_id}"))
     shot = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
-    targets = ok_json(await stack.client.get(f"/v1/sessions/{session_id}/targets"))
-    remember = next(t for t in targets["targets"] if t["name"] == "Remember me")
-    click = {"events": [{"type": "mouse_click", "target": remember["id"]}]}
-
-    ran = batch_ran(await stack.client.post(f"/v1/sessions/{session_id}/input", json=click))
+    targets = await stack.client.get(f"/v1/sessions/{session_id}/targets")
+    click = {"events": [{"type": "mouse_click", "x": 10, "y": 10}]}
+    clicked = await stack.client.post(f"/v1/sessions/{session_id}/input", json=click)
 
     assert session["mode"] == "app"
-    assert shot.headers["X-Screenshot-Width"] == str(session["native_width"])
-    assert ran == 1
-    assert stack.sim().checkbox_checked is True
+    assert session["app_window"] is None
+    for refused in (shot, targets, clicked):
+        assert refused.status_code == 409
+        assert refused.json()["error"].startswith("no_app_window: ")
+    assert stack.sim().pointer == (0, 0)
     ended = ok_json(await stack.client.delete(f"/v1/sessions/{session_id}"))
     assert ended["mode"] == "app"
