@@ -3,12 +3,14 @@ replay page with the JSON and images it reads (console session).
 
 GET /v1/sessions/{id}/recording                          the zip
 GET /console/sessions/{id}/recording                     the replay page
+GET /console/sessions/{id}/recording.zip                 the zip, for the owner's browser
 GET /console/sessions/{id}/recording/steps.json          its steps
 GET /console/sessions/{id}/recording/frames/{seq}.jpg    a step's frame
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request
@@ -58,6 +60,10 @@ async def download_recording(
     if isinstance(caller, ApiPrincipal):
         caller.require("sessions")
     chunks = await _recordings(request).archive(caller.account_id, session_id)
+    return _zip_response(session_id, chunks)
+
+
+def _zip_response(session_id: str, chunks: AsyncIterator[bytes]) -> Response:
     return StreamingResponse(
         chunks,
         media_type="application/zip",
@@ -74,6 +80,12 @@ async def replay_page(request: Request, session_id: str, user: SignedInUser) -> 
     session = await services.sessions.get(user.account_id, session_id)  # 404 if not ours
     steps = await _recordings(request).steps(user.account_id, session_id)
     return render(request, "recording.html", user=user, session=session, step_count=len(steps))
+
+
+@console_router.get("/sessions/{session_id}/recording.zip")
+async def replay_download(request: Request, session_id: str, user: SignedInUser) -> Response:
+    chunks = await _recordings(request).archive(user.account_id, session_id)
+    return _zip_response(session_id, chunks)
 
 
 @console_router.get("/sessions/{session_id}/recording/steps.json")
