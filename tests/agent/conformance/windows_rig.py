@@ -21,6 +21,7 @@ from rigway.agent.backends.windows.displays import MonitorRecord
 from rigway.agent.backends.windows.geometry import OutputPlacement, VirtualDesk
 from rigway.agent.backends.windows.input import WindowsInput
 from rigway.agent.backends.windows.jobs import JobAppTracker
+from rigway.agent.backends.windows.roles import LocalInputRole
 from rigway.agent.backends.windows.toplevel import TopLevelWindows
 from rigway.agent.backends.windows.uia_walk import UiaAccessibility
 from tests.agent.windows.fake_capture import FakeClock, FakeDuplication, FakeGdi
@@ -46,7 +47,7 @@ class FakeDisplays:
 
 
 class WindowsFakeRig:
-    def __init__(self) -> None:
+    def __init__(self, *, local_input: LocalInputRole | None = None) -> None:
         self.machine = FakeWin32()
         self.duplication = FakeDuplication(OUTPUT.width, OUTPUT.height, left=OUTPUT.left)
         screen = open_screen_over(lambda: self.duplication, FakeGdi(self.duplication), FakeClock())
@@ -66,6 +67,7 @@ class WindowsFakeRig:
             windows=TopLevelWindows(FakeWindowPort(self.machine), self.tracker.guard_context),
             state=WindowsDesktopState(self.state_port),
             displays=FakeDisplays(),
+            local_input=local_input,
         )
         self._hwnds = itertools.count(0x10010, 4)
         self._colours = itertools.cycle(((0, 0, 255, 255), (0, 255, 0, 255)))

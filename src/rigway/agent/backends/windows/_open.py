@@ -17,6 +17,7 @@ from rigway.agent.backends.windows.bootstrap import refuse_unless_runnable
 from rigway.agent.backends.windows.desktop import WindowsDesktop
 from rigway.agent.backends.windows.input import WindowsInput
 from rigway.agent.backends.windows.jobs import JobAppTracker
+from rigway.agent.backends.windows.local_input import LocalInputHooks
 from rigway.agent.backends.windows.uia_walk import UiaAccessibility
 
 assert sys.platform == "win32"
@@ -29,6 +30,7 @@ from rigway.agent.backends.windows._capture_open import open_screen  # noqa: E40
 from rigway.agent.backends.windows._desktop_state import open_desktop_state  # noqa: E402
 from rigway.agent.backends.windows._displays import Win32Displays  # noqa: E402
 from rigway.agent.backends.windows._jobs import open_job_tracker  # noqa: E402
+from rigway.agent.backends.windows._local_input import Win32InputHooks  # noqa: E402
 from rigway.agent.backends.windows._sendinput import SendInputPort  # noqa: E402
 from rigway.agent.backends.windows._toplevel import open_top_level_windows  # noqa: E402
 from rigway.agent.backends.windows._uia import uia_port_factory  # noqa: E402
@@ -68,6 +70,9 @@ def open_desktop() -> WindowsDesktop:
         on_worker_exit=_com.leave_mta,
     )
     accessibility.warm_up()
+    # Hooked from the start, so the owner's input before the first batch counts too.
+    local_input = LocalInputHooks(Win32InputHooks())
+    local_input.start()
     return WindowsDesktop(
         screen=screen,
         input=WindowsInput(SendInputPort(), screen.placement),
@@ -75,4 +80,5 @@ def open_desktop() -> WindowsDesktop:
         windows=open_top_level_windows(open_app_tracker().guard_context),
         state=open_desktop_state(),
         displays=Win32Displays(),
+        local_input=local_input,
     )

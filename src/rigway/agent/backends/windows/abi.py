@@ -50,6 +50,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "desktop_state",
     "notify_icon",
     "displays",
+    "local_input",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]

@@ -32,6 +32,7 @@ from rigway.agent.backends.windows.roles import (
     AccessibilityRole,
     DisplaysRole,
     InputRole,
+    LocalInputRole,
     ScreenRole,
     StateRole,
     WindowsRole,
@@ -54,14 +55,17 @@ class WindowsDesktop:
         windows: WindowsRole,
         state: StateRole,
         displays: DisplaysRole | None = None,
+        local_input: LocalInputRole | None = None,
     ) -> None:
-        """`displays`: None reports one display covering the capture."""
+        """`displays`: None reports one display covering the capture. `local_input`:
+        None never tells of the owner's input."""
         self._screen = screen
         self._input = input
         self._accessibility = accessibility
         self._windows = windows
         self._state = state
         self._displays = displays
+        self._local_input = local_input
 
     @property
     def capture_mode(self) -> str:
@@ -126,7 +130,7 @@ class WindowsDesktop:
         return self._state.desktop_state()
 
     def last_local_input(self) -> float | None:
-        return None  # not listened for yet on this backend: the owner never counts
+        return None if self._local_input is None else self._local_input.last_local_input()
 
     def displays(self) -> list[Display]:
         placement = self._screen.placement()
@@ -152,6 +156,7 @@ class WindowsDesktop:
             self._screen.close,
             self._accessibility.close,
             self._state.close,
+            *(() if self._local_input is None else (self._local_input.close,)),
         ):
             try:
                 close()

@@ -30,6 +30,7 @@ __all__ = [
     "AccessibilityRole",
     "DisplaysRole",
     "InputRole",
+    "LocalInputRole",
     "ScreenRole",
     "StateRole",
     "WindowsRole",
@@ -75,6 +76,15 @@ class InputRole(Protocol):
     def close(self) -> None:
         """Release whatever this role still holds down."""
         ...
+
+
+class LocalInputRole(Protocol):
+    """When the owner last used the rig's own keyboard or mouse (`local_input.py`);
+    any thread."""
+
+    def last_local_input(self) -> float | None: ...
+
+    def close(self) -> None: ...
 
 
 class AccessibilityRole(Protocol):
