@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ class Agent:
     apps: FakeApps
     dispatcher: Dispatcher
 
-    def link(self, url: str, *, token: str = RIG_TOKEN, grace_s: float = 30.0) -> AgentLink:
+    def link(
+        self, url: str | list[str], *, token: str = RIG_TOKEN, grace_s: float = 30.0
+    ) -> AgentLink:
         hello = Hello(
             protocol=PROTOCOL_VERSION,
             agent_version="0.1.0",
@@ -585,3 +588,42 @@ async def test_an_undecodable_frame_closes_the_link_with_1007_and_nothing_after_
         await connection.closed.wait()
     assert connection.ws.close_code == 1007
     assert agent.desktop.grab_count == 0
+
+
+def _unreachable_url() -> str:
+    """A connect URL where nothing listens (a node that is down)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"ws://127.0.0.1:{port}/v1/agent/connect"
+
+
+async def test_a_node_down_is_passed_over_for_the_next_url(agent: Agent) -> None:
+    async with FakeGateway().running() as live_node:
+        link = agent.link([_unreachable_url(), live_node.url])
+        task = asyncio.create_task(link.run())
+        try:
+            connection = await live_node.next_connection()
+            assert connection.hello.backend == "sim"
+        finally:
+            await link.stop()
+            async with asyncio.timeout(10):
+                await task
+
+
+async def test_a_dropped_link_moves_to_the_next_node_and_keeps_the_session(agent: Agent) -> None:
+    async with FakeGateway().running() as first, FakeGateway().running() as second:
+        link = agent.link([first.url, second.url], grace_s=30.0)
+        task = asyncio.create_task(link.run())
+        try:
+            on_first = await first.next_connection()
+            await _start(on_first, "s-failover")
+            await on_first.ws.close(1012, "node stopping")
+
+            on_second = await second.next_connection()
+        finally:
+            await link.stop()
+            async with asyncio.timeout(10):
+                await task
+    # The session is still the agent's, and the new node hears of it in the hello.
+    assert on_second.hello.open_session_ids == ["s-failover"]

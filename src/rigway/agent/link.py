@@ -28,7 +28,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Sequence
 from functools import partial
 from typing import Any, Final
 
@@ -180,7 +180,7 @@ class _Lanes:
 class AgentLink:
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         rig_token: str,
         hello: Hello,
         dispatcher: Dispatcher,
@@ -196,12 +196,17 @@ class AgentLink:
         displays: DisplaysReporter | None = None,
         owner_presence: OwnerPresenceReporter | None = None,
     ) -> None:
-        """`url` is the full `ws(s)://…/v1/agent/connect` address. The gateway's
+        """`url` is the full `ws(s)://…/v1/agent/connect` address, or several: the nodes
+        of one service, tried in turn (the next one after a failed dial or a dropped
+        link, the same one while it serves). The gateway's
         `welcome.heartbeat_interval_s` replaces `heartbeat_interval_s` once connected.
         `desktop_states`: None sends no desktop state (the gateway shows "unknown").
         `displays`: None sends the hello's displays as given, and no change after.
         `owner_presence`: None sends no owner presence (the gateway shows "not active")."""
-        self._url = url
+        self._urls = [url] if isinstance(url, str) else list(url)
+        if not self._urls:
+            raise ValueError("no gateway URL")
+        self._url_index = 0
         self._rig_token = rig_token
         self._hello = hello
         self._dispatcher = dispatcher
@@ -228,6 +233,10 @@ class AgentLink:
         self._last_heard = 0.0
         self.rig_id: str | None = None
         self.connection_count = 0
+
+    @property
+    def _url(self) -> str:
+        return self._urls[self._url_index]
 
     @property
     def is_connected(self) -> bool:
@@ -259,7 +268,12 @@ class AgentLink:
                 if self._stopping.is_set():
                     break
                 attempt = 0 if self.connection_count > count_before else attempt + 1
-                delay_s = backoff_delay_s(attempt, *self._backoff, self._rng)
+                # The next node: this one failed or dropped the link (a node stopping
+                # closes it with 1012). With one URL, the same one again.
+                self._url_index = (self._url_index + 1) % len(self._urls)
+                # Backoff grows per round of every node failing, not per node.
+                round_attempt = attempt // len(self._urls) if attempt else 0
+                delay_s = backoff_delay_s(round_attempt, *self._backoff, self._rng)
                 _log.info("reconnecting in %.1f s", delay_s)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), delay_s)

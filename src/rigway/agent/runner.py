@@ -67,6 +67,9 @@ _GPU_VENDORS = {"0x10de": "NVIDIA", "0x1002": "AMD", "0x8086": "Intel"}
 class AgentSettings:
     gateway_url: str  # http(s):// base of the gateway, or the ws(s):// connect URL
     rig_token: str
+    # Other nodes of the same service, tried in turn after gateway_url when the node
+    # in use cannot be reached or drops the link (or give one load-balanced URL).
+    fallback_gateway_urls: tuple[str, ...] = ()
     backend: str = "sim"
     display: str | None = None
     width: int = 1920
@@ -102,7 +105,8 @@ class AgentSettings:
             raise ValueError("desktop_state_interval_s must be > 0")
         if self.displays_interval_s <= 0:
             raise ValueError("displays_interval_s must be > 0")
-        connect_url(self.gateway_url)
+        for url in (self.gateway_url, *self.fallback_gateway_urls):
+            connect_url(url)
 
 
 def connect_url(gateway_url: str) -> str:
@@ -191,7 +195,7 @@ async def run_agent(
         # Before any session's input: let go of what a killed predecessor left down.
         await input_worker.call(guard.release_left_over)
         link = AgentLink(
-            connect_url(settings.gateway_url),
+            [connect_url(url) for url in (settings.gateway_url, *settings.fallback_gateway_urls)],
             settings.rig_token,
             await build_hello(settings, desktop, await screen.native_size()),
             dispatcher,

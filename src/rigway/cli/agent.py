@@ -125,6 +125,13 @@ def run_command(
     gateway: Annotated[
         str | None, typer.Option(help="Gateway base URL (default: as `agent pair` remembered).")
     ] = None,
+    fallback_gateway: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another node of the same service, tried in turn when the gateway in use"
+            " cannot be reached or drops the link (repeatable)."
+        ),
+    ] = None,
     token_file: Annotated[
         Path | None,
         typer.Option(help="File holding the rig token (default: as `agent pair` remembered)."),
@@ -160,7 +167,7 @@ def run_command(
 ) -> None:
     """Connect to the gateway and serve sessions until stopped."""
     from rigway.agent.install_root import RESTART_EXIT_CODE
-    from rigway.agent.runner import AgentSettings
+    from rigway.agent.runner import AgentSettings, connect_url
     from rigway.agent.update_service import SelfUpdate, self_update_settings
     from rigway.agent.updater import UpdateRefused
 
@@ -169,6 +176,13 @@ def run_command(
     is_default_backend = backend is None
     backend = known_backend(backend_or_exit(display) if backend is None else backend)
     token = _read_token(token_file)
+    fallbacks = tuple(fallback_gateway or ())
+    for url in fallbacks:
+        try:
+            connect_url(url)
+        except ValueError as exc:
+            typer.echo(f"--fallback-gateway: {exc}", err=True)
+            raise typer.Exit(code=2) from exc
     try:
         updates = self_update_settings(
             gateway,
@@ -192,6 +206,7 @@ def run_command(
         raise typer.Exit(code=2) from exc
     settings = AgentSettings(
         gateway_url=gateway,
+        fallback_gateway_urls=fallbacks,
         rig_token=token,
         backend=backend,
         held_input_journal=default_held_input_journal(token_file),
