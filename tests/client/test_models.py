@@ -196,3 +196,45 @@ def test_dirty_changed_rule() -> None:
 
 def test_screenshot_repr_hides_the_bytes() -> None:
     assert "jpeg" not in repr(shot(10, 10))
+
+
+def test_an_app_sessions_screenshot_maps_through_its_window(
+    client: Rigway, gateway: FakeGateway
+) -> None:
+    gateway.on("POST", "/v1/sessions", ok(session_json(), 201))
+    headers = {
+        "X-Screenshot-Width": "240",
+        "X-Screenshot-Height": "160",
+        "X-Screenshot-Native-Width": "1920",
+        "X-Screenshot-Native-Height": "1080",
+        "X-App-Window": "80,60,480,320",
+    }
+    gateway.on(
+        "GET", "/v1/sessions/ses_1/screenshot", httpx2.Response(200, content=b"j", headers=headers)
+    )
+    session = client.sessions.create(rig_id="rig_1", mode="app")
+    s = session.screenshot(max_width=240)
+    assert s.region == Region(80, 60, 480, 320)
+    assert s.to_native(120, 80) == (321, 221)  # the centre of the 2x2 native pixels
+
+
+def test_an_app_sessions_observe_maps_through_its_window(
+    client: Rigway, gateway: FakeGateway
+) -> None:
+    gateway.on("POST", "/v1/sessions", ok(session_json(), 201))
+    body = {
+        "width": 480,
+        "height": 320,
+        "native_width": 1920,
+        "native_height": 1080,
+        "jpeg_base64": base64.b64encode(b"\xff\xd8x").decode(),
+        "app_window": [80, 60, 480, 320],
+    }
+    gateway.on("GET", "/v1/sessions/ses_1/observe", ok(body))
+    session = client.sessions.create(rig_id="rig_1", mode="app")
+    result = session.observe()
+    assert result.app_window == (80, 60, 480, 320)
+    assert result.to_native(10, 20) == (90, 80)
+    shown = result.screenshot()
+    assert shown is not None
+    assert shown.region == Region(80, 60, 480, 320)

@@ -46,6 +46,7 @@ EventLike = InputEvent | Mapping[str, Any]
 MAX_EVENTS_PER_BATCH = 100
 # Names the image a screenshot answer carries (API 1.1), for input in its pixels.
 FRAME_ID_HEADER = "X-Frame-Id"
+APP_WINDOW_HEADER = "X-App-Window"
 
 
 def _segment(value: str) -> str:
@@ -226,7 +227,21 @@ def _decode_screenshot(response: httpx2.Response, region: Region | None) -> Scre
             request_id=_core.request_id_of(response),
         )
     frame_id = response.headers.get(FRAME_ID_HEADER)
+    if region is None:
+        region = _app_window(response)
     return Screenshot(jpeg=response.content, region=region, frame_id=frame_id, **sizes)
+
+
+def _app_window(response: httpx2.Response) -> Region | None:
+    """An `app` session's screenshot shows its window (`X-App-Window: x,y,w,h`)."""
+    value = response.headers.get(APP_WINDOW_HEADER)
+    if value is None:
+        return None
+    try:
+        x, y, w, h = (int(part) for part in value.split(","))
+    except ValueError:
+        return None
+    return Region(x, y, w, h) if w > 0 and h > 0 else None
 
 
 def screenshot(

@@ -257,6 +257,9 @@ class ObserveResult(ApiModel, TargetLookups):
     timing: ObserveTiming | None = None
     desktop_state: str | None = None
     frame_id: str | None = None
+    # An `app` session's window (native x, y, w, h): the image shows it; None in a
+    # `desktop` session.
+    app_window: tuple[int, int, int, int] | None = None
     # Only with `since`: the native x, y, w, h the image shows (None: nothing changed,
     # no image), and `targets_diff` in place of `targets` (then empty).
     changed_region: tuple[int, int, int, int] | None = None
@@ -268,7 +271,10 @@ class ObserveResult(ApiModel, TargetLookups):
 
     @property
     def region(self) -> Region | None:
-        """The native region this observation was cropped to (None: whole desktop)."""
+        """The native region this observation was cropped to: the one asked for, else
+        an `app` session's window (None: whole desktop)."""
+        if self._region is None and self.app_window is not None:
+            return Region(*self.app_window)
         return self._region
 
     def target_lines(self) -> list[str]:
@@ -294,13 +300,13 @@ class ObserveResult(ApiModel, TargetLookups):
             height=self.height,
             native_width=self.native_width,
             native_height=self.native_height,
-            region=self._region,
+            region=self.region,
             frame_id=self.frame_id,
         )
 
     def to_native(self, x: float, y: float) -> tuple[int, int]:
         """Map a pixel of the returned image to native desktop coordinates."""
-        area = self._region or Region(0, 0, self.native_width, self.native_height)
+        area = self.region or Region(0, 0, self.native_width, self.native_height)
         return image_to_native(x, y, image_w=self.width, image_h=self.height, area=area)
 
 

@@ -183,6 +183,8 @@ class Session(ApiModel):
     `control` is `api`, or `human` while a person who took control drives the input
     (`SessionHandle.takeover()`): API input then raises `ConflictError` (code
     `human_in_control`) until they hand back; screenshots and observe still work.
+    `app_window` (`mode="app"`): the native x, y, w, h of the window of the session's
+    apps that its screenshots show, None while there is none.
     """
 
     session_id: str
@@ -203,6 +205,7 @@ class Session(ApiModel):
     desktop_state: str | None = None
     displays: list[Display] = Field(default_factory=list)
     control: str = "api"
+    app_window: tuple[int, int, int, int] | None = None
 
     @property
     def id(self) -> str:
