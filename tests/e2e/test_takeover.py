@@ -320,3 +320,92 @@ async def test_the_sdk_takes_over_and_sees_control_and_the_409(stack: Stack) -> 
             assert (await handle.refresh()).control == "api"
         finally:
             await page.close()
+
+
+async def test_sockets_the_gateway_refuses_close_with_their_reason(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    base = f"ws://{stack.base_url.split('://')[1]}/v1/takeover/signal"
+    mismatched = (await _takeover(stack, session_id)).json()["connect_url"] + "&session_id=ses_x"
+    for url, closed in [
+        (base, (4401, "invalid_token")),
+        (mismatched, (4403, "token_session_mismatch")),
+    ]:
+        page = TakeoverPage(url)
+        try:
+            await page.start_socket_only()
+            assert await page.wait_closed(timeout_s=5.0) == closed
+        finally:
+            await page.close()
+    # The viewers of the session are full: a takeover is one of them.
+    viewers = [
+        TakeoverPage(
+            (await stack.client.get(f"/v1/sessions/{session_id}/stream")).json()["connect_url"]
+        )
+        for _ in range(4)
+    ]
+    late = TakeoverPage((await _takeover(stack, session_id)).json()["connect_url"])
+    try:
+        for viewer in viewers:
+            await viewer.start_socket_only()
+        await Stack.wait_until(lambda: stack.services.stream.viewer_count(session_id) == 4)
+        await late.start_socket_only()
+        assert await late.wait_closed(timeout_s=5.0) == (4429, "too_many_viewers")
+    finally:
+        for viewer in [*viewers, late]:
+            await viewer.close()
+
+
+async def test_a_link_of_an_ended_session_is_refused_at_the_page_and_the_socket(
+    stack: Stack,
+) -> None:
+    session_id = await stack.start_session()
+    link = (await _takeover(stack, session_id)).json()
+    assert (await stack.client.delete(f"/v1/sessions/{session_id}")).status_code == 200
+    page = await stack.client.get(link["viewer_url"])
+    assert page.status_code == 410
+    assert "The session has ended." in page.text
+    socket = TakeoverPage(link["connect_url"])
+    try:
+        await socket.start_socket_only()
+        assert await socket.wait_closed(timeout_s=5.0) == (4410, "session_ended")
+    finally:
+        await socket.close()
+    bad = await stack.client.get("/v1/takeover/view?token=nonsense")
+    assert bad.status_code == 401
+    assert "not valid" in bad.text
+    script = await stack.client.get("/v1/takeover/static/takeover.js")
+    assert script.status_code == 200
+    assert (await stack.client.get("/v1/takeover/static/nothing.js")).status_code == 404
+
+
+async def test_input_before_the_answer_is_refused_on_the_socket(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    page = TakeoverPage((await _takeover(stack, session_id)).json()["connect_url"])
+    try:
+        await page.start_socket_only()
+        await page.send({"type": "key_down", "key": "a"})
+        assert await page.next_of("error") == {"type": "error", "error": "not_in_control"}
+        # It claimed the session all the same: nobody else may take it meanwhile.
+        assert (await _takeover(stack, session_id)).status_code == 409
+    finally:
+        await page.close()
+
+
+async def test_the_host_refusing_the_person_s_input_is_said_on_the_page(stack: Stack) -> None:
+    sim = stack.sim()
+    session_id = await stack.start_session()
+    page = await _taken(stack, session_id)
+    try:
+        await page.send({"type": "key_down", "key": "shift"})
+        await Stack.wait_until(lambda: sim.pressed_keys == {"shift"})
+        sim.set_desktop_state("locked")
+        await page.send({"type": "key_down", "key": "a"})
+        assert (await page.next_of("error"))["error"].startswith("desktop_unavailable: locked")
+        # The release at hand back is refused too (the host released on its own).
+        await page.send({"type": "hand_back"})
+        assert (await page.next_of("control"))["control"] == "api"
+        assert sim.pressed_keys == frozenset()
+        assert await _control(stack, session_id) == "api"
+    finally:
+        sim.set_desktop_state("normal")
+        await page.close()

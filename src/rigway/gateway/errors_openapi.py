@@ -35,7 +35,8 @@ _DESCRIPTIONS = {
         "conflict: rig_offline / rig_busy / webhook_limit / key_limit_reached / "
         "wake_unavailable / "
         "desktop_unavailable: <state> (input while the desktop is locked, …) / "
-        "frame_expired (a frame id unknown or no longer kept)"
+        "frame_expired (a frame id unknown or no longer kept) / "
+        "human_in_control (input, or a second takeover, while a person drives the session)"
     ),
     410: "session_ended: the session ended or failed; do not retry",
     413: "invalid_request: the body is over the route's limit (64 KiB by default)",
@@ -66,6 +67,7 @@ _EXAMPLES: dict[int, dict[str, str]] = {
         "webhook_limit": "webhook_limit",
         "key_limit_reached": "key_limit_reached",
         "wake_unavailable": "wake_unavailable",
+        "human_in_control": "human_in_control: a person took control of this session",
     },
     410: {"session_ended": "session_ended"},
     413: {"invalid_request": "invalid_request: request body too large"},
@@ -127,7 +129,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 _INPUT_CONFLICTS = (
     "desktop_unavailable: <state> (nothing ran, or + events, stopped_at when it stopped "
-    "part-way) / frame_expired (nothing ran) / stale_frame (+ rects; nothing ran) / "
+    "part-way) / human_in_control (a person took control; nothing ran) / "
+    "frame_expired (nothing ran) / stale_frame (+ rects; nothing ran) / "
     "target_gone / expectation_failed (+ events, stopped_at: the receipts of what ran)"
 )
 _RECEIPT = {
@@ -142,6 +145,7 @@ _RECEIPT = {
 _INPUT_CONFLICT_EXAMPLES: dict[str, dict[str, Any]] = {
     "desktop_unavailable": {"error": "desktop_unavailable: locked", "events": [], "stopped_at": 0},
     "frame_expired": {"error": "frame_expired: take a fresh screenshot or observe"},
+    "human_in_control": {"error": "human_in_control: a person took control of this session"},
     "stale_frame": {
         "error": "stale_frame: the screen changed near the batch's points",
         "rects": [[900, 380, 120, 32]],
