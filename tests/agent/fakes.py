@@ -49,8 +49,10 @@ class FakeDesktop:
         # Owner pid of a window (absent: unknown); `open_window` sets both.
         self.window_pids: dict[int, int] = {}
         self.closed_windows: list[frozenset[int]] = []
-        # What `window_stack` answers, topmost first (an app session's tests set it).
+        # What `window_stack` answers, topmost first, and the process of the window the
+        # walk reads (an app session's tests set them).
         self.stacked_windows: list[StackedWindow] = []
+        self.window_pid: int | None = None
         # What `desktop_state` answers (or raises, against the contract: a broken
         # backend), and how often it was asked, for tests that wait on the sampling.
         self.state: DesktopState = "normal"
@@ -126,6 +128,7 @@ class FakeDesktop:
             window_role="frame",
             elements=list(self.elements),
             truncated=self.walk_truncated,
+            window_pid=self.window_pid,
         )
 
     def list_windows(self) -> frozenset[int]:

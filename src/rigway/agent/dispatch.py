@@ -546,6 +546,11 @@ class Dispatcher:
     async def _stream_offer(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.StreamOffer, body)
         self._require_session(request.session_id)
+        if self._scope is not None:
+            # Live video is the whole desktop; an app session sees only its app window.
+            raise HostOpError(
+                ops.ERROR_INVALID_REQUEST, "live video is not available in an app session"
+            )
         streams = self._require_streams()
         answer = await self._stream_call(streams.offer(request))
         if self.active_session_id != request.session_id:
