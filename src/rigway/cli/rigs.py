@@ -1,5 +1,5 @@
-"""`rigway rigs list|show|wake` (API key) and `rigway rigs pairing-code|rename|unpair`
-(the owner's console token): the account's rigs."""
+"""`rigway rigs list|show|wake` (API key) and `rigway rigs
+pairing-code|rename|controls|unpair` (the owner's console token): the account's rigs."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ._context import (
     JsonOption,
     StateDirOption,
 )
-from ._output import Column, Output
+from ._output import CliError, Column, ExitCode, Output
 
 rigs_app = typer.Typer(
     help="List, inspect and wake rigs (API key); pair, rename and unpair them (console token).",
@@ -71,6 +71,13 @@ def show_rig(
     out.record(rig, _RIG_COLUMNS, title="Rig")
     if rig.os or rig.agent_version:
         out.line(f"os {rig.os or '?'}, agent {rig.agent_version or '?'}")
+    out.line(_controls_words(rig))
+
+
+def _controls_words(rig: Rig) -> str:
+    modes = "app sessions only" if rig.app_mode_only else "any session mode"
+    recordings = "recordings allowed" if rig.recordings_allowed else "no recordings"
+    return f"{modes}, owner idle {rig.owner_idle_s} s, {recordings}"
 
 
 @rigs_app.command("wake")
@@ -124,6 +131,60 @@ def rename_rig(
     with credentials.console_client() as console:
         rig = console.rigs.update(rig_id, name=name)
     out.data(rig, human=f"renamed {rig.id} to {rig.name}")
+
+
+@rigs_app.command("controls")
+def set_controls(
+    rig_id: RigArgument,
+    app_mode_only: Annotated[
+        bool | None,
+        typer.Option(
+            "--app-mode-only/--any-mode",
+            help="Allow API sessions only in app mode, or in either mode.",
+            show_default=False,
+        ),
+    ] = None,
+    owner_idle_s: Annotated[
+        int | None,
+        typer.Option(
+            "--owner-idle-s",
+            min=0,
+            max=3600,
+            help="Seconds the rig's own keyboard and mouse must rest before API input "
+            "goes on (0: never pause).",
+            show_default=False,
+        ),
+    ] = None,
+    recordings: Annotated[
+        bool | None,
+        typer.Option(
+            "--recordings/--no-recordings",
+            help="Allow sessions that record, or refuse them.",
+            show_default=False,
+        ),
+    ] = None,
+    console_token: ConsoleTokenOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Set what API sessions may do on a rig (options left out stay as they are)."""
+    out = Output(json_mode=json_output)
+    if app_mode_only is None and owner_idle_s is None and recordings is None:
+        raise CliError(
+            "name a control: --app-mode-only/--any-mode, --owner-idle-s, "
+            "--recordings/--no-recordings (`rigway rigs show` shows them)",
+            ExitCode.USAGE,
+        )
+    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
+    with credentials.console_client() as console:
+        rig = console.rigs.update(
+            rig_id,
+            app_mode_only=app_mode_only,
+            owner_idle_s=owner_idle_s,
+            recordings_allowed=recordings,
+        )
+    out.data(rig, human=f"{rig.id}: {_controls_words(rig)}")
 
 
 @rigs_app.command("unpair")
