@@ -31,6 +31,7 @@ from rigway.gateway.desktop.service import ScreenParams
 from rigway.gateway.errors import NotFound
 from rigway.gateway.rigs.schemas import OWNER_IDLE_MAX_S, UpdateRigIn
 from rigway.gateway.services import services_of
+from rigway.gateway.sessions.live import LAUNCHED_APPS_LISTED
 
 router = APIRouter(route_class=ConsoleRoute)
 
@@ -63,6 +64,7 @@ async def rig_page(request: Request, rig_id: str, user: SignedInUser) -> Respons
         live=live,
         checkbox_on=CHECKBOX_ON,
         owner_idle_max_s=OWNER_IDLE_MAX_S,
+        launched_apps_listed=LAUNCHED_APPS_LISTED,
     )
 
 

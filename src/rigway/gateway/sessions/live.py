@@ -14,6 +14,11 @@ from datetime import datetime, timedelta
 from rigway.gateway.db.models import Session
 
 
+# The newest launches a live session lists for the owner's console: a session that
+# runs many short commands must not grow the list without end.
+LAUNCHED_APPS_LISTED = 100
+
+
 @dataclass(frozen=True, slots=True)
 class LaunchedApp:
     """An app this session launched through the API and has not killed through it (it
@@ -83,6 +88,7 @@ class LiveSession:
 
     def add_launched_app(self, pid: int, path: str) -> None:
         self.launched_apps.append(LaunchedApp(pid, path))
+        del self.launched_apps[:-LAUNCHED_APPS_LISTED]
 
     def forget_launched_apps(self, pids: list[int] | None) -> None:
         """Forgets the apps killed: `pids`, or all of them (None)."""
