@@ -1,4 +1,4 @@
-"""`rigway sessions start|list|show|end`: metered sessions (API key).
+"""`rigway sessions start|list|show|end|recording`: metered sessions (API key).
 
 `start` remembers the new session in the state dir; the session-scoped commands
 (`screenshot`, `observe`, `click`, `type`, `key`) and `show`/`end` then default to it.
@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -73,6 +74,13 @@ def start_session(
             "--idle-timeout", min=60, max=3600, help="Seconds without activity before it ends."
         ),
     ] = None,
+    record: Annotated[
+        bool,
+        typer.Option(
+            "--record",
+            help="Record the session (frames, targets, input): `rigway sessions recording`.",
+        ),
+    ] = False,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
     state_dir: StateDirOption = DEFAULT_STATE_DIR,
@@ -83,7 +91,9 @@ def start_session(
     with Credentials(state_dir, api_key, base_url).api_client() as client:
         rig_id = rig if rig is not None else pick_rig(client)
         with out.working(f"Starting a session on {rig_id}…"):
-            handle = client.sessions.create(rig_id=rig_id, idle_timeout_seconds=idle_timeout)
+            handle = client.sessions.create(
+                rig_id=rig_id, idle_timeout_seconds=idle_timeout, record=record or None
+            )
     remember_session(state_dir, handle.session_id)
     session = handle.info
     out.data(session, human=f"started {session.session_id} on {session.rig_id}")

@@ -199,13 +199,14 @@ class AsyncSessions:
         rig_id: str | None = None,
         mode: ops.SessionMode | None = None,
         idle_timeout_seconds: int | None = None,
+        record: bool | None = None,
     ) -> PendingAsyncSession:
         """Start a session; await the result for a handle, or `async with` it.
 
         `async with client.sessions.create() as session:` always ends the session on
         exit. Without `rig_id`, the rig is chosen as `Rigway.sessions.create` chooses
         it. `mode` defaults to `desktop` and `idle_timeout_seconds` (60…3600) to 900 on
-        the gateway.
+        the gateway. `record=True` keeps the session for `recording()`.
         """
 
         async def start() -> AsyncSessionHandle:
@@ -213,7 +214,7 @@ class AsyncSessions:
             if chosen is None:
                 chosen = ops.only_usable_rig(await self._client._request(ops.list_rigs()))
             operation = ops.create_session(
-                chosen, mode=mode, idle_timeout_seconds=idle_timeout_seconds
+                chosen, mode=mode, idle_timeout_seconds=idle_timeout_seconds, record=record
             )
             return AsyncSessionHandle(self._client, await self._client._request(operation))
 
@@ -234,6 +235,10 @@ class AsyncSessions:
     async def end(self, session_id: str) -> Session:
         """End a session (`DELETE /v1/sessions/{id}`); idempotent, returns the final record."""
         return await self._client._request(ops.end_session(session_id))
+
+    async def recording(self, session_id: str) -> bytes:
+        """A recorded session's zip, as `Rigway.sessions.recording` reads it."""
+        return await self._client._request(ops.recording(session_id))
 
 
 # ------------------------------------------------------------------------ client

@@ -153,6 +153,10 @@ class AsyncSessionHandle(SessionState):
         shows `control` back at `api` once they hand back."""
         return await self._client._request(ops.takeover(self.session_id))
 
+    async def recording(self) -> bytes:
+        """This session's recording as a zip (see `SessionHandle.recording`)."""
+        return await self._client._request(ops.recording(self.session_id))
+
     async def wait_for(
         self,
         until: WaitUntil,

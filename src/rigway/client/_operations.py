@@ -130,7 +130,11 @@ def agent_latest() -> Operation[AgentRelease]:
 
 
 def create_session(
-    rig_id: str, *, mode: SessionMode | None, idle_timeout_seconds: int | None
+    rig_id: str,
+    *,
+    mode: SessionMode | None,
+    idle_timeout_seconds: int | None,
+    record: bool | None = None,
 ) -> Operation[Session]:
     """POST /v1/sessions.
 
@@ -141,7 +145,9 @@ def create_session(
         "POST",
         "/v1/sessions",
         lambda r: _core.decode_model(r, Session),
-        json=body(rig_id=rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds),
+        json=body(
+            rig_id=rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds, record=record
+        ),
         is_idempotent=False,
     )
 
@@ -342,6 +348,17 @@ def takeover(session_id: str) -> Operation[Takeover]:
         "POST",
         session_path(session_id, "/takeover"),
         lambda r: _core.decode_model(r, Takeover),
+    )
+
+
+def recording(session_id: str) -> Operation[bytes]:
+    """GET /v1/sessions/{id}/recording: the zip of a session started with `record`
+    (`steps.jsonl`, `frames/<seq>.jpg`, `manifest.json`)."""
+    return Operation(
+        "GET",
+        session_path(session_id, "/recording"),
+        lambda r: r.content,
+        accept="application/zip",
     )
 
 

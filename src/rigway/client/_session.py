@@ -261,6 +261,12 @@ class SessionHandle(SessionState):
         shows `control` back at `api` once they hand back."""
         return self._client._request(ops.takeover(self.session_id))
 
+    def recording(self) -> bytes:
+        """This session's recording as a zip (it was started with `record=True`):
+        `steps.jsonl` (one JSON record a step), `frames/<seq>.jpg`, `manifest.json`.
+        Readable while it runs and until the gateway's retention after it ended."""
+        return self._client._request(ops.recording(self.session_id))
+
     def wait_for(
         self,
         until: WaitUntil,

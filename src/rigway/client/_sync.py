@@ -169,6 +169,7 @@ class Sessions:
         rig_id: str | None = None,
         mode: ops.SessionMode | None = None,
         idle_timeout_seconds: int | None = None,
+        record: bool | None = None,
     ) -> SessionHandle:
         """Start a session on an online, API-enabled rig and return its live handle.
 
@@ -178,11 +179,16 @@ class Sessions:
         is none, `AmbiguousRigError` naming them when there are several). `mode`
         defaults to `desktop` and `idle_timeout_seconds` (60…3600) to 900 on the
         gateway. A rig already in use raises `RigBusyError` with its `active_session_id`.
+        `record=True` keeps the session's frames, targets and input for
+        `SessionHandle.recording()` (403 `recording_not_allowed` where the rig's owner
+        forbids it).
         """
         if rig_id is None:
             rig_id = ops.only_usable_rig(self._client._request(ops.list_rigs()))
         session = self._client._request(
-            ops.create_session(rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds)
+            ops.create_session(
+                rig_id, mode=mode, idle_timeout_seconds=idle_timeout_seconds, record=record
+            )
         )
         return SessionHandle(self._client, session)
 
@@ -201,6 +207,12 @@ class Sessions:
     def end(self, session_id: str) -> Session:
         """End a session (`DELETE /v1/sessions/{id}`); idempotent, returns the final record."""
         return self._client._request(ops.end_session(session_id))
+
+    def recording(self, session_id: str) -> bytes:
+        """A recorded session's zip (`GET /v1/sessions/{id}/recording`), live or ended;
+        `NotFoundError` (code `recording_not_found`) for a session that did not record
+        or whose recording expired."""
+        return self._client._request(ops.recording(session_id))
 
 
 # ------------------------------------------------------------------------ client

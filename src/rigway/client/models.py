@@ -185,6 +185,8 @@ class Session(ApiModel):
     `human_in_control`) until they hand back; screenshots and observe still work.
     `app_window` (`mode="app"`): the native x, y, w, h of the window of the session's
     apps that its screenshots show, None while there is none.
+    `record` is true for a session started with `record=True` (see
+    `SessionHandle.recording()`).
     """
 
     session_id: str
@@ -205,6 +207,7 @@ class Session(ApiModel):
     desktop_state: str | None = None
     displays: list[Display] = Field(default_factory=list)
     control: str = "api"
+    record: bool = False
     app_window: tuple[int, int, int, int] | None = None
 
     @property
