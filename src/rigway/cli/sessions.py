@@ -155,3 +155,29 @@ def end_session(
         f"ended {session.session_id} ({session.ended_reason}), billed {session.billed_minutes} min"
     )
     out.data(session, human=human)
+
+
+@sessions_app.command("recording")
+def download_recording(
+    output: Annotated[Path, typer.Option("--output", "-o", help="The zip file to write.")],
+    session_id: Annotated[
+        str | None, typer.Argument(help="Session id (default: the remembered one).")
+    ] = None,
+    api_key: ApiKeyOption = None,
+    base_url: BaseUrlOption = None,
+    state_dir: StateDirOption = DEFAULT_STATE_DIR,
+    json_output: JsonOption = False,
+) -> None:
+    """Save the recording of a session started with --record (a zip: steps.jsonl,
+    frames/, manifest.json), while it runs or after it ended."""
+    out = Output(json_mode=json_output)
+    credentials = Credentials(state_dir, api_key, base_url)
+    with (
+        credentials.session_client(session_id) as (client, resolved),
+        out.working(f"Downloading the recording of {resolved}…"),
+    ):
+        archive = client.sessions.recording(resolved)
+    output.write_bytes(archive)
+    kib = len(archive) / 1024
+    facts = {"session_id": resolved, "path": str(output), "bytes": len(archive)}
+    out.data(facts, human=f"saved the recording of {resolved} ({kib:.0f} KiB) to {output}")
