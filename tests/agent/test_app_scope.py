@@ -14,6 +14,7 @@ from rigway.agent.app_scope import (
     AppView,
     NoAppWindowError,
     OutsideAppWindowError,
+    check_key_events,
     check_pointer_events,
     check_region,
     clip_rects,
@@ -273,7 +274,7 @@ def test_the_scope_sees_the_sim_apps_window_and_blacks_out_the_one_over_it() -> 
 
     frame, view = scope.grab(sim.grab)
 
-    assert view == AppView(Rect(100, 100, 300, 200), (Rect(350, 100, 50, 150),))
+    assert view == AppView(Rect(100, 100, 300, 200), (Rect(350, 100, 50, 150),), False)
     out = scoped_pixels(frame, view)
     assert (out[0:150, 250:300] == BLACK_BGRA).all()
     assert np.array_equal(out[:, :250], frame[100:300, 100:350])
@@ -391,3 +392,44 @@ async def test_changes_off_the_window_do_not_keep_a_wait_from_settling(
 
     assert settled
     assert not unscoped
+
+
+# -- keys ---------------------------------------------------------------------------------
+
+
+def test_keys_go_to_the_app_when_it_or_one_of_its_popups_has_the_focus() -> None:
+    owned = frozenset({OURS})
+    app = window(1, OURS, Rect(0, 0, 100, 100))
+    popup = window(2, OURS, Rect(10, 10, 20, 20), popup=True)
+    focused_app = StackedWindow(1, OURS, Rect(0, 0, 100, 100), has_focus=True)
+    focused_popup = StackedWindow(2, OURS, Rect(10, 10, 20, 20), is_popup=True, has_focus=True)
+    focused_other = StackedWindow(3, THEIRS, Rect(500, 0, 100, 100), has_focus=True)
+
+    def keys(stack: list[StackedWindow]) -> bool | None:
+        view = find_app_view(stack, owned, WIDTH, HEIGHT)
+        assert view is not None
+        return view.keys_to_app
+
+    assert keys([focused_app]) is True
+    assert keys([focused_popup, app]) is True
+    assert keys([focused_other, app]) is False
+    assert keys([popup, app]) is None  # nobody marked: the backend cannot tell
+
+
+def _keys_elsewhere() -> AppView:
+    return AppView(Rect(0, 0, 100, 100), (), keys_to_app=False)
+
+
+def test_keys_while_another_window_has_the_focus_are_refused() -> None:
+    with pytest.raises(OutsideAppWindowError, match="click the app window first"):
+        check_key_events(
+            _keys_elsewhere(), [_event("mouse_move", x=5, y=5), _event("type_text", text="pin")]
+        )
+
+
+def test_keys_after_a_press_on_the_window_pass() -> None:
+    check_key_events(
+        _keys_elsewhere(), [_event("mouse_click", x=5, y=5), _event("key_press", key="a")]
+    )
+    check_key_events(AppView(Rect(0, 0, 9, 9), (), None), [_event("type_text", text="x")])
+    check_key_events(AppView(Rect(0, 0, 9, 9), (), True), [_event("type_text", text="x")])

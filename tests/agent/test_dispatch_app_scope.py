@@ -59,7 +59,7 @@ async def test_keys_without_an_app_window_are_refused(rig: AppRig) -> None:
     error = await rig.error(ops.INPUT_BATCH, events=[{"type": "type_text", "text": "pin"}])
 
     assert error.code == ops.ERROR_NO_APP_WINDOW
-    assert not any(call[0] == "type_text" for call in rig.desktop.calls)
+    assert not any(call[0] == "type" for call in rig.desktop.calls)
 
 
 async def test_a_pointless_event_may_follow_a_batch_that_left_the_pointer_on_the_window(
@@ -107,3 +107,21 @@ async def test_live_video_is_refused_in_an_app_session(rig: AppRig) -> None:
 
     assert error.code == ops.ERROR_INVALID_REQUEST
     assert "app session" in error.detail
+
+
+async def test_keys_go_only_where_the_app_has_or_takes_the_focus(rig: AppRig) -> None:
+    pid = rig.open_app_window()
+    other = StackedWindow(8, OTHER_PID, Rect(400, 0, 100, 100), has_focus=True)
+    rig.desktop.stacked_windows = [other, StackedWindow(9, pid, WINDOW)]
+
+    refused = await rig.error(ops.INPUT_BATCH, events=[{"type": "type_text", "text": "pin"}])
+    typed_before = [call for call in rig.desktop.calls if call[0] == "type"]
+    await rig.call(
+        ops.INPUT_BATCH,
+        events=[{"type": "mouse_click", "x": 50, "y": 40}, {"type": "type_text", "text": "ok"}],
+    )
+
+    assert refused.code == ops.ERROR_INVALID_REQUEST
+    assert "keyboard focus" in refused.detail
+    assert typed_before == []
+    assert [call for call in rig.desktop.calls if call[0] == "type"] == [("type", "ok")]

@@ -162,6 +162,7 @@ async def test_another_processs_window_over_the_app_is_black_and_untouchable(
     shot = await rig.call("GET", "/screenshot")
     observed = (await rig.call("GET", "/observe")).json()
     click = await rig.input({"type": "mouse_click", "x": OVERLAP.x + 5, "y": OVERLAP.y + 5})
+    typed = await rig.input({"type": "type_text", "text": "secret"})
 
     image = _decoded(shot.content)
     left, top = OVERLAP.x - APP_RECT.x, OVERLAP.y - APP_RECT.y
@@ -171,6 +172,7 @@ async def test_another_processs_window_over_the_app_is_black_and_untouchable(
     assert observed["targets"] == []
     assert observed["text"]["window_title"] == ""
     assert click.status_code == 400
+    assert typed.status_code == 400  # the other window has the keyboard focus
     assert rig.sim.pointer == (0, 0)
 
 

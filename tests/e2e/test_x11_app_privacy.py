@@ -5,8 +5,8 @@ test as the rig's owner would, moved over the first and stacked above it.
 The other app is painted magenta by its own GTK style sheet, a colour nothing else on
 this desktop has. The X server's own image of the screen shows it over the session's
 app; every screenshot and observe the session gets must show black there, and no
-magenta pixel anywhere. Its window must be out of reach too: a click on it is refused,
-and the walk of it (it has the focus) is not the session's to see.
+magenta pixel anywhere. Its window must be out of reach too: a click on it and keys
+while it has the focus are refused, and the walk of it is not the session's to see.
 """
 
 from __future__ import annotations
@@ -248,6 +248,7 @@ async def test_another_apps_pixels_never_reach_an_app_session(
     click = await rig.post(
         "/input", {"events": [{"type": "mouse_click", "x": overlap.x + 10, "y": overlap.y + 10}]}
     )
+    typed = await rig.post("/input", {"events": [{"type": "type_text", "text": "secret"}]})
     session = (await rig.get("")).json()
 
     assert shot.status_code == 200, shot.text
@@ -264,4 +265,7 @@ async def test_another_apps_pixels_never_reach_an_app_session(
     assert int(_decoded(region.content).max()) <= 24
     assert click.status_code == 400
     assert "lies outside the app window" in click.json()["error"]
+    # Keys would go to the other app, which has the focus.
+    assert typed.status_code == 400
+    assert "keyboard focus" in typed.json()["error"]
     assert session["app_window"] == window

@@ -52,6 +52,7 @@ __all__ = [
     "AppView",
     "NoAppWindowError",
     "OutsideAppWindowError",
+    "check_key_events",
     "check_pointer_events",
     "check_region",
     "clip_rects",
@@ -85,10 +86,12 @@ class OutsideAppWindowError(ValueError):
 @dataclass(frozen=True, slots=True)
 class AppView:
     """What an app session sees: its window (clipped to the capture) and the parts of it
-    other processes' windows cover, each clipped to the window."""
+    other processes' windows cover, each clipped to the window; whether keys go to one
+    of the session's windows (None: the backend cannot tell)."""
 
     window: Rect
     hidden: tuple[Rect, ...] = ()
+    keys_to_app: bool | None = None
 
     def as_list(self) -> tuple[int, int, int, int]:
         return self.window.as_list()
@@ -139,7 +142,9 @@ def find_app_view(
             for above in stack[:index]
             if not _is_owned(above, owned) and (part := intersect(above.rect, window)) is not None
         ]
-        return AppView(window, tuple(hidden))
+        focused = next((w for w in stack if w.has_focus), None)
+        keys_to_app = None if focused is None else _is_owned(focused, owned)
+        return AppView(window, tuple(hidden), keys_to_app)
     return None
 
 
@@ -155,7 +160,7 @@ def merged_view(first: AppView, second: AppView) -> AppView:
         part = intersect(rect, first.window)
         if part is not None:
             hidden.setdefault(part)
-    return AppView(first.window, tuple(hidden))
+    return AppView(first.window, tuple(hidden), first.keys_to_app)
 
 
 def scoped_pixels(frame: Pixels, view: AppView, region: Rect | None = None) -> Pixels:
@@ -311,4 +316,22 @@ def check_pointer_events(
             )
 
 
+def check_key_events(view: AppView, events: Sequence[ops.InputEvent]) -> None:
+    """Refuse a batch whose keys would go to another process's window: the focus is
+    known to be elsewhere and no press on the app window comes before them (a press
+    passed `check_pointer_events`, so it lands on the window and focuses it)."""
+    if view.keys_to_app is not False:
+        return
+    for index, event in enumerate(events):
+        if event.type in _PRESS_TYPES:
+            return
+        if event.type in _KEY_TYPES:
+            raise OutsideAppWindowError(
+                f"event {index} ({event.type}): the keyboard focus is on another window, "
+                f"not the app window {view.describe()}; click the app window first"
+            )
+
+
 _POINTER_TYPES = frozenset({"mouse_move", "mouse_click", "mouse_down", "mouse_up", "mouse_scroll"})
+_PRESS_TYPES = frozenset({"mouse_click", "mouse_down"})
+_KEY_TYPES = frozenset({"key_press", "key_down", "key_up", "type_text"})

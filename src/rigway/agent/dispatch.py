@@ -53,6 +53,7 @@ from rigway.agent.app_scope import (
     AppScope,
     NoAppWindowError,
     OutsideAppWindowError,
+    check_key_events,
     check_pointer_events,
     clip_rects,
 )
@@ -492,10 +493,11 @@ class Dispatcher:
 
     async def _check_app_input(self, scope: AppScope, request: ops.InputBatch) -> None:
         """An app session's batch, refused whole before anything runs: no app window
-        (keys too: they would go to whatever window has the focus), or a pointer event
-        off the shown part of the window."""
+        (keys too: they would go to whatever window has the focus), a pointer event off
+        the shown part of the window, or keys while another window has the focus."""
         view = await asyncio.to_thread(scope.require_view)
         check_pointer_events(view, request.events, self._last_point)
+        check_key_events(view, request.events)
 
     def _note_last_point(self, done: ops.InputDone) -> None:
         if self._scope is None:

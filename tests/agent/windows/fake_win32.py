@@ -79,6 +79,7 @@ class FakeWindow:
     # On the virtual screen, as DWM draws the frame; None: its bounds cannot be read.
     bounds: Rect | None = None
     minimised: bool = False
+    foreground: bool = False
     # False: the app asks "save changes?" (or hangs) and the window stays.
     closes_on_wm_close: bool = True
 
@@ -383,6 +384,7 @@ class FakeWindowPort:
                 class_name=w.class_name,
                 bounds=w.bounds,
                 is_minimised=w.minimised,
+                is_foreground=w.foreground,
             )
             for w in self.machine.windows.values()
         ]

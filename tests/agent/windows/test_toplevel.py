@@ -224,3 +224,10 @@ def test_menus_and_tool_windows_are_popups(rig: Rig, attrs: dict[str, object]) -
     (stacked,) = rig.windows.window_stack()
 
     assert stacked.is_popup
+
+
+def test_the_foreground_window_has_the_focus(rig: Rig) -> None:
+    rig.launch_with_window(0x10, bounds=Rect(0, 0, 10, 10))
+    rig.launch_with_window(0x20, bounds=Rect(0, 0, 10, 10), foreground=True)
+
+    assert [w.has_focus for w in rig.windows.window_stack()] == [False, True]

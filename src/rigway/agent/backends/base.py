@@ -68,12 +68,14 @@ class StackedWindow:
     cannot tell). `is_popup` marks a menu, tooltip or other transient surface that no
     window manager frames (X11 override-redirect, a Windows tool or owned popup): such a
     surface is never taken for an app's own window, but an app's popups stay visible
-    over it in an app session."""
+    over it in an app session. `has_focus` marks the window keys go to (at most one;
+    none when the backend cannot tell)."""
 
     window_id: int
     pid: int | None
     rect: Rect
     is_popup: bool = False
+    has_focus: bool = False
 
 
 @dataclass(frozen=True, slots=True)

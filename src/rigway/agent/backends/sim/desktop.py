@@ -12,6 +12,7 @@ accessibility workers each take it briefly (a full grab holds it for one ~1.5 ms
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -185,9 +186,11 @@ class SimDesktop:
             self._drop_app_windows([w for w in self._app_windows if w.window_id in window_ids])
 
     def window_stack(self) -> list[StackedWindow]:
+        # The topmost window has the focus (a click raises the window it lands on).
         with self._lock:
             apps = [StackedWindow(w.window_id, w.pid, w.rect) for w in reversed(self._app_windows)]
-        return [*apps, StackedWindow(MAIN_WINDOW_ID, None, self.window_rect())]
+        stack = [*apps, StackedWindow(MAIN_WINDOW_ID, None, self.window_rect())]
+        return [dataclasses.replace(stack[0], has_focus=True), *stack[1:]]
 
     def desktop_state(self) -> DesktopState:
         with self._lock:

@@ -46,6 +46,8 @@ _user32.GetClassNameW.argtypes = (HWND, ctypes.c_wchar_p, INT)
 _user32.GetClassNameW.restype = INT
 _user32.IsIconic.argtypes = (HWND,)
 _user32.IsIconic.restype = BOOL
+_user32.GetForegroundWindow.argtypes = ()
+_user32.GetForegroundWindow.restype = HWND
 _user32.GetWindowRect.argtypes = (HWND, ctypes.POINTER(RECT))
 _user32.GetWindowRect.restype = BOOL
 _dwmapi.DwmGetWindowAttribute.argtypes = (HWND, DWORD, ctypes.c_void_p, DWORD)
@@ -91,7 +93,7 @@ def _class_name(hwnd: int) -> str:
     return buffer.value[:length]
 
 
-def _describe(hwnd: int) -> TopLevelWindow:
+def _describe(hwnd: int, foreground: int | None) -> TopLevelWindow:
     owner: int | None = _user32.GetWindow(hwnd, CONSTANTS["GW_OWNER"])
     ex_style: int = _get_window_long(hwnd, CONSTANTS["GWL_EXSTYLE"])
     return TopLevelWindow(
@@ -104,6 +106,7 @@ def _describe(hwnd: int) -> TopLevelWindow:
         class_name=_class_name(hwnd),
         bounds=_bounds(hwnd),
         is_minimised=bool(_user32.IsIconic(hwnd)),
+        is_foreground=foreground is not None and hwnd == foreground,
     )
 
 
@@ -111,7 +114,8 @@ class Win32WindowPort:
     """`WindowPort` on Windows."""
 
     def top_level_windows(self) -> list[TopLevelWindow]:
-        return [_describe(hwnd) for hwnd in _jobs.top_level_windows()]
+        foreground: int | None = _user32.GetForegroundWindow()
+        return [_describe(hwnd, foreground) for hwnd in _jobs.top_level_windows()]
 
     def post_close(self, hwnd: int) -> None:
         _jobs.post_close(hwnd)  # False only for a window gone meanwhile

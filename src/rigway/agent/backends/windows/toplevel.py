@@ -80,6 +80,8 @@ class TopLevelWindow:
     # the invisible resize borders), else GetWindowRect; None when it cannot be read.
     bounds: Rect | None = None
     is_minimised: bool = False
+    # GetForegroundWindow's: the window keys go to.
+    is_foreground: bool = False
 
 
 def _is_user_window(window: TopLevelWindow) -> bool:
@@ -107,7 +109,9 @@ def stacked(window: TopLevelWindow) -> StackedWindow | None:
         return None
     is_tool = window.ex_style & CONSTANTS["WS_EX_TOOLWINDOW"] != 0
     is_popup = is_tool or window.class_name == MENU_CLASS
-    return StackedWindow(window.hwnd, window.pid, window.bounds, is_popup=is_popup)
+    return StackedWindow(
+        window.hwnd, window.pid, window.bounds, is_popup=is_popup, has_focus=window.is_foreground
+    )
 
 
 class WindowPort(Protocol):

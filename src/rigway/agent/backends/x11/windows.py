@@ -112,8 +112,10 @@ class X11Windows:
         """The root's mapped children, topmost first (XQueryTree lists them bottom to
         top): frames with the client each holds, and unmanaged windows (menus,
         tooltips: override-redirect, `is_popup`). A frame's owner is its client's;
-        geometry is the child's, border included, in root (capture) coordinates."""
+        geometry is the child's, border included, in root (capture) coordinates; the
+        focus is the window manager's `_NET_ACTIVE_WINDOW`."""
         with self._session() as conn:
+            active = _active_window(conn)
             children = conn.screen().root.query_tree().children
             present = {int(child.id) for child in children}
             client_of = self._clients_by_frame(conn, present)
@@ -129,7 +131,10 @@ class X11Windows:
                 if owner not in self._pids:
                     self._pids[owner] = window_owner_pid(conn, owner)
                 is_popup = client is None and override_redirect
-                stack.append(StackedWindow(owner, self._pids[owner], rect, is_popup=is_popup))
+                has_focus = active is not None and owner == active
+                stack.append(
+                    StackedWindow(owner, self._pids[owner], rect, is_popup, has_focus=has_focus)
+                )
             return stack
 
     def _clients_by_frame(self, conn: Any, present: set[int]) -> dict[int, int]:
@@ -223,6 +228,16 @@ def _shown_geometry(window: Any) -> tuple[Rect, bool] | None:
     border = 2 * int(geometry.border_width)
     rect = Rect(int(geometry.x), int(geometry.y), geometry.width + border, geometry.height + border)
     return rect, bool(attributes.override_redirect)
+
+
+def _active_window(conn: Any) -> int | None:
+    """The window manager's active window (EWMH); None without one or a manager."""
+    prop = conn.screen().root.get_full_property(
+        conn.intern_atom("_NET_ACTIVE_WINDOW"), X.AnyPropertyType
+    )
+    if prop is None or len(prop.value) == 0 or int(prop.value[0]) == 0:
+        return None
+    return int(prop.value[0])
 
 
 def _top_level(conn: Any, window_id: int) -> int | None:
