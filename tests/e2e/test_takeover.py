@@ -6,6 +6,7 @@ page, and the takeover ends with its session."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -13,11 +14,15 @@ from typing import Any
 
 import httpx2
 import pytest
+from websockets.asyncio.client import connect
 
 from rigway.agent.backends.sim import SimDesktop
 from rigway.client import AsyncRigway, ConflictError, Takeover
 from rigway.gateway.takeover.service import HEARTBEAT_TIMEOUT_S
+from rigway.protocol import Request, ops
 from tests.e2e.harness import Stack, batch_ran
+from tests.e2e.raw_host import answer_like_a_plain_host, pair_rig, raw_host
+from tests.e2e.raw_host import ok as raw_ok
 from tests.e2e.takeover_client import TakeoverPage, streaming_stack
 from tests.gateway.console.pages import ConsolePages, add_owner
 
@@ -409,3 +414,32 @@ async def test_the_host_refusing_the_person_s_input_is_said_on_the_page(stack: S
     finally:
         sim.set_desktop_state("normal")
         await page.close()
+
+
+async def _stuck_input(request: Request) -> str | bytes | None:
+    """A host that answers a takeover's offer and never an input batch."""
+    if request.op == ops.STREAM_OFFER:
+        answer = ops.StreamAnswer(sdp="v=0", encoder="fake", width=1920, height=1080)
+        return raw_ok(request, answer.model_dump())
+    if request.op == ops.INPUT_BATCH:
+        return None
+    return await answer_like_a_plain_host(request)
+
+
+async def test_a_page_gone_while_the_host_hangs_still_returns_control_in_time(
+    stack: Stack,
+) -> None:
+    rig_id, rig_token = await pair_rig(stack)
+    async with raw_host(stack.base_url, rig_token, _stuck_input) as host:
+        session_id = await stack.start_session_on(rig_id)
+        link = (await _takeover(stack, session_id)).json()
+        async with connect(link["connect_url"], compression=None) as socket:
+            await socket.send(json.dumps({"type": "offer", "sdp": "v=0"}))
+            assert json.loads(await socket.recv())["type"] == "answer"
+            assert json.loads(await socket.recv()) == {"type": "control", "control": "human"}
+            await socket.send(json.dumps({"type": "key_down", "key": "shift"}))
+            await Stack.wait_until(lambda: ops.INPUT_BATCH in host.ops_seen())
+        # The key_down never came back; the release of shift does not either.
+        await _wait_for_api_control(stack, session_id, CONTROL_RETURN_S)
+        batches = [r.body for r in host.requests if r.op == ops.INPUT_BATCH]
+        assert batches[-1]["events"] == [{"type": "key_up", "key": "shift"}]

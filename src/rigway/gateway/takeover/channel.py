@@ -48,8 +48,9 @@ MAX_BATCH_EVENTS: Final = 100
 # Events waiting for the host beyond this are dropped (the page is told): a page that
 # sends faster than the rig takes input for long is broken, not busy.
 MAX_PENDING_EVENTS: Final = 500
-# A hand back waits this long for the batch on the host to answer before it releases.
-_SENDER_STOP_TIMEOUT_S: Final = 2.0
+# A hand back waits this long for the batch on the host to answer before it releases
+# (with the service's release deadline and the heartbeat, control returns within 5 s).
+_SENDER_STOP_TIMEOUT_S: Final = 1.0
 
 
 class TakeoverChannel(ViewerChannel):

@@ -28,13 +28,16 @@ from rigway.gateway.takeover.events import HeldInput
 from rigway.gateway.takeover.schemas import TakeoverOut
 from rigway.protocol import ops
 
-__all__ = ["HEARTBEAT_TIMEOUT_S", "TakeoverHolder", "TakeoverService"]
+__all__ = ["HEARTBEAT_TIMEOUT_S", "RELEASE_TIMEOUT_S", "TakeoverHolder", "TakeoverService"]
 
 logger = logging.getLogger(__name__)
 
 # The page says something (at least a ping) every second: a socket silent this long is
 # a page gone without a close (a dead network), and control returns to the API.
 HEARTBEAT_TIMEOUT_S = 3.0
+# Releasing what a person held is a tiny batch; a host too slow for it must not hold
+# control away from the API (its own safety releases when the session ends).
+RELEASE_TIMEOUT_S = 1.0
 
 
 class TakeoverHolder(Protocol):
@@ -150,7 +153,7 @@ class TakeoverService:
             raise human_in_control()
         for event in events:
             holder.held.note(event)
-        await self._run(live, events)
+        await self._run(live, events, self._settings.host_timeout_s)
 
     async def release(self, holder: TakeoverHolder) -> bool:
         """Control back to the API, after releasing what the person holds; False when
@@ -161,7 +164,7 @@ class TakeoverService:
         releases = holder.held.take_releases()
         if live is not None and releases and live.control == "human":
             try:
-                await self._run(live, releases)
+                await self._run(live, releases, RELEASE_TIMEOUT_S)
             except ApiError as exc:
                 # The host is gone or the session ended: its own safety releases then.
                 logger.info("session %s: releasing held input failed: %s", live.id, exc)
@@ -197,12 +200,12 @@ class TakeoverService:
         live = self._live.get(session_id)
         return None if live is None else live.control
 
-    async def _run(self, live: LiveSession, events: list[ops.InputEvent]) -> None:
+    async def _run(self, live: LiveSession, events: list[ops.InputEvent], timeout_s: float) -> None:
         body = ops.InputBatch(session_id=live.id, events=events).model_dump(
             exclude_defaults=True, exclude={"session_id"}
         )
         await self._desktop.input(
-            live, body, events=len(events), timeout_s=self._settings.host_timeout_s, by_human=True
+            live, body, events=len(events), timeout_s=timeout_s, by_human=True
         )
 
     async def _notify(self) -> None:
