@@ -10,6 +10,7 @@ pid the session never launched.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -209,3 +210,18 @@ async def test_a_wait_for_change_ignores_changes_off_the_window(rig: AppRig) -> 
 
     assert response.status_code == 200, response.text
     assert response.json()["met"] is False
+
+
+async def test_observe_since_a_frame_shows_only_the_change_inside_the_window(
+    rig: AppRig,
+) -> None:
+    await rig.launch()
+    first = (await rig.call("GET", "/observe")).json()
+    rig.sim.open_app_window(OTHER_PID, "Someone else's bank", OTHER_RECT)
+
+    response = await rig.call("GET", "/observe", params={"since": first["frame_id"]})
+
+    assert response.status_code == 200, response.text
+    delta = response.json()
+    assert delta["changed_region"] == [OVERLAP.x, OVERLAP.y, OVERLAP.w, OVERLAP.h]
+    assert _is_black(_decoded(base64.b64decode(delta["jpeg_base64"])))
