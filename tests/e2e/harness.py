@@ -31,6 +31,8 @@ from tests.support.databases import scratch_database
 # Agents in tests beat every second and give up a lost session after one: a test that
 # drops a link or kills an agent sees the outcome in about a second, not the defaults' 15.
 QUICK_AGENT: dict[str, Any] = {"heartbeat_interval_s": 1.0, "session_grace_s": 1.0}
+# `node_url=OWN_URL`: the stack's node advertises its own address to the other nodes.
+OWN_URL = "own"
 # Rate limits no module's worth of tests on one shared stack comes near.
 ROOMY_RATE_LIMITS: dict[str, Any] = {
     "request_rate_limit": "100000/minute",
@@ -160,10 +162,13 @@ async def running_stack(
     connection_limits: ConnectionLimits | None = None,
     **settings_overrides: Any,
 ) -> AsyncIterator[Stack]:
-    settings = GatewaySettings(state_dir=state_dir, database_url=database_url, **settings_overrides)
-    app = create_app(settings, clock=clock)
     sock = _free_socket()
     port = sock.getsockname()[1]
+    if settings_overrides.get("node_url") == OWN_URL:
+        # One node of several: the others reach it at its own address.
+        settings_overrides["node_url"] = f"http://127.0.0.1:{port}"
+    settings = GatewaySettings(state_dir=state_dir, database_url=database_url, **settings_overrides)
+    app = create_app(settings, clock=clock)
     server = uvicorn.Server(server_config(app, settings, "127.0.0.1", port, connection_limits))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     base_url = f"http://127.0.0.1:{port}"
@@ -239,3 +244,12 @@ def batch_ran(response: httpx2.Response) -> int:
     count = body["count"]
     assert isinstance(count, int)
     return count
+
+
+async def wait_for_holder(
+    stack: Stack, rig_id: str, holder_url: str, timeout_s: float = 10.0
+) -> None:
+    """Until `stack`'s node sees the node at `holder_url` hold the rig's link."""
+    async with asyncio.timeout(timeout_s):
+        while await stack.services.ownership.holder_url(rig_id) != holder_url:
+            await asyncio.sleep(0.02)

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.routing import APIRoute
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as SqlAlchemyTimeoutError
@@ -36,6 +36,10 @@ from rigway.gateway.auth.console_tokens import (
     StaticJwksSource,
 )
 from rigway.gateway.clock import Clock, SystemClock
+from rigway.gateway.cluster.forwarding import ForwardToHolder, forward
+from rigway.gateway.cluster.ownership import ownership_for
+from rigway.gateway.cluster.peer_link import PeerClients
+from rigway.gateway.cluster.routes import router as peer_router
 from rigway.gateway.console.routes import router as console_router
 from rigway.gateway.db.engine import apply_migrations, create_engine, session_factory
 from rigway.gateway.desktop.body_limit import input_body_limit
@@ -58,7 +62,7 @@ from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
-from rigway.gateway.notices import API_KEY_FORGOTTEN, notices_for
+from rigway.gateway.notices import API_KEY_FORGOTTEN, SESSION_ENDED, notices_for
 from rigway.gateway.observability import GatewayMetrics, RequestMetricsMiddleware, count_metrics
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
@@ -73,7 +77,7 @@ from rigway.gateway.rigs.routes import console_router as rigs_console_router
 from rigway.gateway.rigs.routes import router as rigs_router
 from rigway.gateway.rigs.service import RigService
 from rigway.gateway.secret_box import SecretBox
-from rigway.gateway.services import Services
+from rigway.gateway.services import Services, services_of
 from rigway.gateway.sessions.routes import router as sessions_router
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.sessions.tasks import SessionTimers
@@ -107,13 +111,20 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     )
     api_keys = ApiKeyAuthenticator(db, clock)
     notices = notices_for(settings.redis_url)
+    ownership = ownership_for(settings.redis_url, settings.node_url)
+    sessions.holder_url = ownership.holder_url
+    sessions.on_ended_here = lambda session_id, rig_id, reason: notices.publish(
+        SESSION_ENDED, {"session_id": session_id, "rig_id": rig_id, "reason": reason}
+    )
+    notices.on(SESSION_ENDED, sessions.note_ended_elsewhere)
     # A key revoked or created on one node is forgotten by every node at once.
     api_keys.on_forget = lambda prefix: notices.publish(API_KEY_FORGOTTEN, {"prefix": prefix})
     notices.on(API_KEY_FORGOTTEN, lambda body: api_keys.forget_here(str(body.get("prefix"))))
     notices.on_resubscribed(api_keys.forget_all)
     rate_limits = RateLimits(settings, clock)
     identity, console_tokens = _console_auth(settings, clock, db, rate_limits)
-    box = SecretBox.from_file(settings.secret_key_file or settings.state_dir / "secret.key")
+    secret_key_file = settings.secret_key_file or settings.state_dir / "secret.key"
+    box = SecretBox.from_file(secret_key_file)
     resolver = SystemResolver()
     dispatcher = WebhookDispatcher(
         db,
@@ -179,6 +190,8 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         ),
         stream=stream,
         notices=notices,
+        ownership=ownership,
+        peers=PeerClients(secret_key_file.read_bytes().strip()),
         takeover=takeover,
         recorder=recorder,
         recordings=recordings,
@@ -232,6 +245,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         orphans = await services.sessions.load_active()
         services.timers.adopt_orphans(orphans)
         await services.notices.start()
+        await services.ownership.start()
         services.timers.start()
         services.webhook_dispatcher.start()
         services.recording_cleaner.start()
@@ -248,6 +262,8 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
             await services.recorder.stop()
             await services.rate_limits.close()
             await services.notices.stop()
+            await services.peers.close()
+            await services.ownership.stop()
             await services.engine.dispose()
 
     app = FastAPI(
@@ -287,6 +303,7 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         webhooks_router,
         identity_router,
         hostlink_router,
+        peer_router,
         # Before the console: its catch-all would shadow /console/stream/{id}.
         stream_router,
         takeover_router,
@@ -401,6 +418,11 @@ def _install_error_handlers(app: FastAPI, metrics: GatewayMetrics) -> None:
         return await _api_error(
             _request, ServiceUnavailable("the store cannot be reached; retry shortly")
         )
+
+    @app.exception_handler(ForwardToHolder)
+    async def _forward(request: Request, signal: ForwardToHolder) -> Response:
+        services = services_of(request)
+        return await forward(request, signal, services.peers, services.ownership.holder_url)
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:

@@ -23,6 +23,8 @@ _log = logging.getLogger(__name__)
 CHANNEL = "rigway:notices"
 # The kinds of notice, `topic/verb` like the host link's ops.
 API_KEY_FORGOTTEN = "api_key/forgotten"  # body: {"prefix"}: drop it from the key cache
+# body: {"session_id", "rig_id", "reason"}: the node holding the rig restores its host
+SESSION_ENDED = "session/ended"
 # Reconnect delays after Redis drops: quick at first, then every few seconds.
 _RETRY_DELAYS_S = (0.1, 0.5, 1.0, 2.0, 5.0)
 

@@ -17,6 +17,8 @@ from rigway.gateway.api_keys.service import KeyService
 from rigway.gateway.auth.api_key_auth import ApiKeyAuthenticator
 from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier
 from rigway.gateway.clock import Clock
+from rigway.gateway.cluster.ownership import RigOwnership, SingleNode
+from rigway.gateway.cluster.peer_link import PeerClients
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.draining import RequestsInFlight
@@ -69,6 +71,8 @@ class Services:
     requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
     metrics: GatewayMetrics = field(default_factory=lambda: GatewayMetrics("test"))
     notices: Notices = field(default_factory=NoOtherNodes)
+    ownership: RigOwnership = field(default_factory=SingleNode)
+    peers: PeerClients = field(default_factory=lambda: PeerClients(b""))
 
 
 def services_of(connection: HTTPConnection) -> Services:

@@ -188,6 +188,13 @@ class GatewaySettings(BaseModel):
             " closed and nothing the request asked for is done."
         ),
     )
+    node_url: str | None = Field(
+        default=None,
+        description=(
+            "This node's address for the other nodes of the service (`http://10.0.0.5:8080`),"
+            " which they forward requests for the rigs it holds to. Needed with `redis_url`."
+        ),
+    )
     node_name: str | None = Field(
         default=None,
         description=(
@@ -443,6 +450,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_CONSOLE_SIGNING_KEY_FILE": "console_signing_key_file",
     "RIGWAY_SHUTDOWN_GRACE_SECONDS": "shutdown_grace_s",
     "RIGWAY_NODE_NAME": "node_name",
+    "RIGWAY_NODE_URL": "node_url",
     "RIGWAY_RELEASE_MANIFEST": "release_manifest_path",
     "RIGWAY_RELEASE_PUBLIC_KEY": "release_public_key",
     "RIGWAY_RELEASE_SIGNING_KEY_FILE": "release_signing_key_file",

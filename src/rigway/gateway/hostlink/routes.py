@@ -57,6 +57,7 @@ async def agent_connect(websocket: WebSocket) -> None:
     )
     try:
         await services.rigs.record_hello(rig.id, hello)
+        await services.sessions.adopt_reported(rig.id, hello.open_session_ids)
         ended = await services.sessions.ended_among(rig.id, hello.open_session_ids)
         await services.sessions.end_sessions_the_host_lost(rig.id, hello.open_session_ids)
         welcome = Welcome(
@@ -66,6 +67,7 @@ async def agent_connect(websocket: WebSocket) -> None:
         )
         await websocket.send_text(encode_text(welcome.model_dump()))
         await services.registry.attach(connection)
+        await services.ownership.claim(rig.id)
     except BaseException:
         # The handshake failed after the host-gone timer was stopped: start it again
         # unless another link of this rig is up, or the session would bill until idle.
@@ -89,6 +91,7 @@ async def agent_connect(websocket: WebSocket) -> None:
             await services.rigs.record_seen(rig.id, closed_at)
         finally:
             if services.registry.detach(connection):
+                await services.ownership.release(rig.id)
                 services.timers.host_disconnected(rig.id)
                 logger.info("host %s disconnected", rig.id)
 

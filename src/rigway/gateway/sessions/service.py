@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.clock import Clock
+from rigway.gateway.cluster.forwarding import ForwardToHolder
 from rigway.gateway.db.models import Rig, Session
 from rigway.gateway.errors import (
     ApiAccessDisabled,
@@ -74,6 +75,11 @@ class SessionService:
         self.on_events_written: Callable[[], None] = lambda: None
         # Called with the session id once a session ended (live streams close on it).
         self.on_session_ended: list[Callable[[str], Awaitable[None]]] = []
+        # Told (session id, rig id, reason) of every session this node ended, for the
+        # other nodes: the one holding the rig's link restores its host.
+        self.on_ended_here: Callable[[str, str, str], None] = lambda *_ended: None
+        # The address of the other node holding a rig's link, if any (cluster/ownership).
+        self.holder_url: Callable[[str], Awaitable[str | None]] = _held_by_no_other_node
         # Sessions this node ended, by reason (the metrics read it at scrape time).
         self.ended_by_reason: Counter[str] = Counter()
 
@@ -125,6 +131,9 @@ class SessionService:
         row = await self._row_for_account(account_id, session_id)
         if row.status != "active":
             raise SessionEnded(f"session ended ({row.ended_reason or row.status})")
+        holder = await self.holder_url(row.rig_id)
+        if holder is not None:
+            raise ForwardToHolder(holder, row.rig_id)
         # Active in the store but not served here (a start still in flight).
         raise SessionEnded("session is not live on this gateway")
 
@@ -193,6 +202,9 @@ class SessionService:
                     raise ApiAccessDisabled("the rig's owner has not enabled API access")
                 _check_owner_controls(rig, request)
                 if not self._registry.is_online(rig.id):
+                    holder = await self.holder_url(rig.id)
+                    if holder is not None:
+                        raise ForwardToHolder(holder, rig.id)
                     raise Conflict("the rig is offline", code="rig_offline")
                 active = await repository.count_active(db, account_id)
                 if active >= self._settings.max_concurrent_sessions:
@@ -293,6 +305,7 @@ class SessionService:
             for listener in self.on_session_ended:
                 await listener(session_id)
             logger.info("session %s ended: %s", session_id, reason)
+            self.on_ended_here(session_id, row.rig_id, reason)
             restore = self._restore_on_host(row.rig_id, session_id, reason)
             if wait_for_host:
                 await restore
@@ -369,8 +382,45 @@ class SessionService:
         live = self.live.for_rig(rig_id)
         if live is None or self._registry.is_online(rig_id):
             return None
+        if await self.holder_url(rig_id) is not None:
+            # Its host linked to another node of the service, which serves the session
+            # now: this node only lets go of it.
+            self.live.remove(live.id)
+            return None
         await self.end(live.id, reason, wait_for_host=False)
         return live.id
+
+    def note_ended_elsewhere(self, notice: dict[str, Any]) -> None:
+        """The notice of the node that ended a session (`ended_elsewhere`)."""
+        self._spawn(
+            self.ended_elsewhere(
+                str(notice.get("session_id")), str(notice.get("rig_id")), str(notice.get("reason"))
+            )
+        )
+
+    async def ended_elsewhere(self, session_id: str, rig_id: str, reason: str) -> None:
+        """Another node ended this session (in the store, once): if this node served
+        it, it stops, and the host linked here gets its safety restore."""
+        live = self.live.remove(session_id)
+        if live is None:
+            return
+        for listener in self.on_session_ended:
+            await listener(session_id)
+        if self._registry.is_online(rig_id):
+            await self._restore_on_host(rig_id, session_id, reason)
+
+    async def adopt_reported(self, rig_id: str, session_ids: list[str]) -> None:
+        """A host linking here still runs these sessions: those active in the store for
+        this rig and not live here (served by another node before, or by this node's
+        previous life) are served here from now on."""
+        missing = [sid for sid in session_ids if self.live.get(sid) is None]
+        if not missing:
+            return
+        async with self._db_sessions() as db:
+            rows = [await repository.get(db, sid) for sid in missing]
+        for row in rows:
+            if row is not None and row.status == "active" and row.rig_id == rig_id:
+                self.live.add(LiveSession.from_row(row))
 
     async def end_sessions_the_host_lost(self, rig_id: str, open_session_ids: list[str]) -> None:
         """A host that comes back without the rig's active session (it restarted) can
@@ -433,3 +483,7 @@ def _check_owner_controls(rig: Rig, request: CreateSessionIn) -> None:
         raise OwnerForbids(
             "the rig's owner does not allow recordings", code="recording_not_allowed"
         )
+
+
+async def _held_by_no_other_node(rig_id: str) -> str | None:
+    return None

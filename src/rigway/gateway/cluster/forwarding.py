@@ -1,0 +1,239 @@
+"""A request for a rig whose link another node holds: authenticated, scoped and
+rate-limited where it arrived, then run by the holder and answered from here.
+
+The session routes find out through `SessionService.require_live` (and session create
+through its rig check): the session is not live here but a live node holds its rig,
+so they raise `ForwardToHolder`. Its handler sends the request over the peer link with
+the authenticated caller, and answers with the holder's status, headers and body as
+they came (a JPEG crosses once, as bytes). The holder runs it through its own app,
+trusting the caller the link names; a forwarded request is never forwarded again: a
+holder that has lost the rig since says `421 not_held_here` at once, and the node the
+request reached looks the holder up once more before it gives up with a 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Message
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from rigway.gateway.auth.api_key_auth import ApiPrincipal
+from rigway.gateway.cluster.peer_link import (
+    FORWARDED_EXTENSION,
+    FORWARDED_REQUEST_HEADERS,
+    ForwardedRequest,
+    PeerClients,
+    PeerTimeoutError,
+    PeerUnavailableError,
+    is_peer_token,
+    reply_header,
+)
+from rigway.gateway.errors import HostTimeout, ServiceUnavailable
+from rigway.protocol.framing import FramingError, decode_frame, encode_binary
+
+_log = logging.getLogger(__name__)
+
+NOT_HELD_HERE = 421
+# A forwarded request may be a long input batch (its delays, settle and observe): the
+# holder bounds each host operation itself; this bounds the wait for its answer.
+FORWARD_TIMEOUT_S = 120.0
+# Forwarded requests one peer link runs at once on the holder.
+_MAX_CONCURRENT_PER_LINK = 256
+
+
+class ForwardToHolder(Exception):
+    """The request's rig is held by the node at `node_url`."""
+
+    def __init__(self, node_url: str, rig_id: str) -> None:
+        super().__init__(node_url)
+        self.node_url = node_url
+        self.rig_id = rig_id
+
+
+def is_forwarded(request: Request) -> bool:
+    return FORWARDED_EXTENSION in request.scope.get("extensions", {})
+
+
+def forwarded_caller(request: Request) -> ApiPrincipal | None:
+    """The caller the sending node authenticated, on a request that came over a peer link."""
+    caller = request.scope.get("extensions", {}).get(FORWARDED_EXTENSION)
+    if not isinstance(caller, dict):
+        return None
+    return ApiPrincipal(
+        account_id=str(caller["account_id"]),
+        key_id=str(caller["key_id"]),
+        environment=str(caller["environment"]),
+        scopes=frozenset(caller["scopes"]),
+    )
+
+
+async def forward(
+    request: Request,
+    signal: ForwardToHolder,
+    peers: PeerClients,
+    holder_url_of: Callable[[str], Awaitable[str | None]],
+) -> Response:
+    """Answer `request` with what the node holding its rig answers."""
+    if is_forwarded(request):
+        return JSONResponse(
+            {"error": "not_held_here: this node no longer holds the rig"},
+            status_code=NOT_HELD_HERE,
+        )
+    caller: ApiPrincipal | None = getattr(request.state, "api_caller", None)
+    if caller is None:
+        raise ServiceUnavailable("the rig is held by another node; retry")
+    forwarded = ForwardedRequest(
+        method=request.method,
+        path=request.url.path,
+        query=request.url.query,
+        headers=[
+            (name, value)
+            for name, value in request.headers.items()
+            if name in FORWARDED_REQUEST_HEADERS
+        ],
+        caller={
+            "account_id": caller.account_id,
+            "key_id": caller.key_id,
+            "environment": caller.environment,
+            "scopes": sorted(caller.scopes),
+        },
+    )
+    body = await request.body()
+    node_url = signal.node_url
+    for attempt in range(2):
+        try:
+            answer = await peers.to(node_url).request(forwarded, body, FORWARD_TIMEOUT_S)
+        except PeerTimeoutError as exc:
+            raise HostTimeout("the node holding the rig did not answer in time") from exc
+        except PeerUnavailableError as exc:
+            raise ServiceUnavailable("the node holding the rig cannot be reached; retry") from exc
+        if answer.status != NOT_HELD_HERE:
+            return Response(
+                content=bytes(answer.body),
+                status_code=answer.status,
+                headers=dict(answer.headers),
+            )
+        again = await holder_url_of(signal.rig_id)
+        if attempt == 1 or again is None or again == node_url:
+            break
+        node_url = again
+    raise ServiceUnavailable("the rig is moving between gateway nodes; retry")
+
+
+async def serve_peer(websocket: WebSocket, app: ASGIApp, secret_key: bytes) -> None:
+    """The holder's side of a peer link: run each forwarded request, reply in any order."""
+    authorization = websocket.headers.get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not is_peer_token(secret_key, token):
+        await websocket.close(code=4401, reason="invalid_peer_token")
+        return
+    await websocket.accept()
+    running: set[asyncio.Task[None]] = set()
+    slots = asyncio.Semaphore(_MAX_CONCURRENT_PER_LINK)
+    sending = asyncio.Lock()
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            frame = message.get("bytes")
+            if frame is None:
+                continue
+            try:
+                header, payload = decode_frame(frame)
+            except FramingError:
+                await websocket.close(code=4400, reason="bad_frame")
+                return
+            await slots.acquire()
+            task = asyncio.create_task(_answer(websocket, app, header, bytes(payload), sending))
+            running.add(task)
+            task.add_done_callback(running.discard)
+            task.add_done_callback(lambda _task: slots.release())
+    except WebSocketDisconnect:
+        return
+    finally:
+        for task in running:
+            task.cancel()
+
+
+async def _answer(
+    websocket: WebSocket,
+    app: ASGIApp,
+    header: dict[str, Any],
+    body: bytes,
+    sending: asyncio.Lock,
+) -> None:
+    request_id = str(header.get("id"))
+    deadline_s = max(0.001, float(header.get("deadline_ms", 1000)) / 1000)
+    try:
+        async with asyncio.timeout(deadline_s):
+            status, headers, content = await run_in_app(app, header, body)
+    except TimeoutError:
+        return  # the sender has given up already
+    except Exception as exc:  # a malformed forwarded request: the sender's 502
+        _log.warning("a forwarded request failed: %s", exc)
+        status, headers, content = 502, [], b'{"error":"host_error: forwarding failed"}'
+    frame = encode_binary(reply_header(request_id, status, headers), content)
+    async with sending:
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            await websocket.send_bytes(frame)
+
+
+async def run_in_app(
+    app: ASGIApp, header: dict[str, Any], body: bytes
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Run one forwarded request through this node's app, in this process."""
+    path = str(header["path"])
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": str(header["method"]),
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": str(header.get("query", "")).encode(),
+        "root_path": "",
+        "headers": [
+            (str(name).lower().encode("latin-1"), str(value).encode("latin-1"))
+            for name, value in header.get("headers", [])
+            if str(name).lower() in FORWARDED_REQUEST_HEADERS
+        ]
+        + [(b"content-length", str(len(body)).encode())],
+        "client": ("peer", 0),
+        "server": ("peer", 0),
+        "extensions": {FORWARDED_EXTENSION: dict(header["caller"])},
+    }
+    request_read = False
+    responded = asyncio.Event()
+    status = 500
+    response_headers: list[tuple[bytes, bytes]] = []
+    chunks: list[bytes] = []
+
+    async def receive() -> Message:
+        nonlocal request_read
+        if not request_read:
+            request_read = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await responded.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        nonlocal status, response_headers
+        if message["type"] == "http.response.start":
+            status = message["status"]
+            response_headers = list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(bytes(message.get("body", b"")))
+            if not message.get("more_body", False):
+                responded.set()
+
+    await app(scope, receive, send)
+    return status, response_headers, b"".join(chunks)
