@@ -32,6 +32,7 @@ def test_one_of_several_on_sqlite_without_key_files_names_what_to_set(tmp_path: 
 
     assert [problem.split(":")[0] for problem in problems] == [
         "RIGWAY_DATABASE_URL",
+        "RIGWAY_NODE_URL",
         "RIGWAY_SECRET_KEY_FILE",
         "RIGWAY_CONSOLE_SIGNING_KEY_FILE",
         "RIGWAY_RELEASE_SIGNING_KEY_FILE",
@@ -55,6 +56,7 @@ def test_shared_key_files_are_private_and_made_once(tmp_path: Path) -> None:
         state_dir=tmp_path / "state",
         redis_url="redis://127.0.0.1:6379/0",
         database_url=POSTGRES_URL,
+        node_url="http://10.0.0.5:8080",
         secret_key_file=files.secret_key_file,
         console_signing_key_file=files.console_signing_key_file,
         release_signing_key_file=files.release_signing_key_file,
@@ -69,6 +71,7 @@ def test_a_missing_key_file_is_named(tmp_path: Path) -> None:
         state_dir=tmp_path / "state",
         redis_url="redis://127.0.0.1:6379/0",
         database_url=POSTGRES_URL,
+        node_url="http://10.0.0.5:8080",
         secret_key_file=files.secret_key_file,
         console_signing_key_file=files.console_signing_key_file,
         release_signing_key_file=files.release_signing_key_file,

@@ -36,6 +36,11 @@ def start_problems(settings: GatewaySettings) -> list[str]:
             "RIGWAY_DATABASE_URL: nodes sharing RIGWAY_REDIS_URL share one PostgreSQL store"
             " (postgresql+asyncpg://…); an SQLite file cannot be shared"
         )
+    if settings.node_url is None:
+        problems.append(
+            "RIGWAY_NODE_URL: unset; this node's address for the other nodes"
+            " (http://<private address>:<port>), which they forward requests to"
+        )
     _require_file(
         problems,
         settings.secret_key_file,
