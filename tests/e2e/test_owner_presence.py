@@ -17,8 +17,11 @@ from rigway.client import AsyncRigway, ConflictError
 from rigway.gateway.db.models import Rig
 from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, ok_json, running_stack
 
-# The owner's delay these tests give the rig: short, so resting takes a second.
-IDLE_S = 1
+# The owner's delay these tests give the rig: long enough that "active" holds on a
+# loaded machine; a test rests the rig by moving the owner's last input into the past
+# (the sim's hook takes a time), or gives the rig a short delay of its own and waits.
+IDLE_S = 60
+SHORT_IDLE_S = 2
 
 
 @pytest.fixture
@@ -71,7 +74,16 @@ async def test_session_shows_the_owner_without_any_call(stack: Stack) -> None:
     # The agent's presence note, a few times a second.
     await stack.wait_until(lambda: stack.services.registry.owner_active(rig_id) is True)
     assert (await _session(stack, session_id))["owner_active"] is True
-    # And back once the rig rested for the owner's delay.
+
+
+async def test_session_shows_the_rig_rested_without_any_call(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    rig_id = stack.rig_ids[0]
+    sim = stack.sim()
+    sim.record_local_input()
+    await stack.wait_until(lambda: stack.services.registry.owner_active(rig_id) is True)
+    # The owner's last input now lies further back than the delay.
+    sim.record_local_input(at=time.monotonic() - IDLE_S - 1)
     await stack.wait_until(lambda: stack.services.registry.owner_active(rig_id) is False)
     assert (await _session(stack, session_id))["owner_active"] is False
 
@@ -96,6 +108,7 @@ async def test_observe_without_local_input_is_not_owner_active(stack: Stack) -> 
 
 
 async def test_input_runs_again_after_the_owners_delay(stack: Stack) -> None:
+    await _set_owner_idle_s(stack, SHORT_IDLE_S)
     session_id = await stack.start_session()
     sim = stack.sim()
     rig_id = stack.rig_ids[0]
@@ -119,8 +132,8 @@ async def test_the_rigs_setting_reaches_the_agent_at_session_start(stack: Stack)
     await _set_owner_idle_s(stack, 600)
     session_id = await stack.start_session()
     sim = stack.sim()
-    # Older than the tests' 1 s, well within the owner's 10 minutes.
-    sim.record_local_input(at=time.monotonic() - 5)
+    # Older than the tests' minute, well within the owner's 10 minutes.
+    sim.record_local_input(at=time.monotonic() - IDLE_S - 40)
     response = await stack.client.post(f"/v1/sessions/{session_id}/input", json=_type())
     assert response.status_code == 409, response.text
     assert "resumes after 600 s without local input" in response.json()["error"]

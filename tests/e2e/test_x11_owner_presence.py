@@ -24,8 +24,9 @@ from tests.support.x_local_input import XvfbDevices
 
 pytestmark = pytest.mark.x11
 
-# The owner's delay given to the rig: short, so resting takes a second.
-IDLE_S = 1
+# The owner's delay given to the rig: short, so resting takes seconds, and long enough
+# for "active" to hold through a few requests on a loaded machine.
+IDLE_S = 3
 SHIFT_TAP = {"events": [{"type": "key_press", "key": "shift"}]}
 
 

@@ -256,6 +256,9 @@ class ObserveResult(ApiModel, TargetLookups):
     marks: list[ObserveMark] = Field(default_factory=list)
     timing: ObserveTiming | None = None
     desktop_state: str | None = None
+    # The rig's owner used its own keyboard or mouse within their delay (sampled with
+    # the observation): input answers 409 owner_active until the rig rests.
+    owner_active: bool = False
     frame_id: str | None = None
     # An `app` session's window (native x, y, w, h): the image shows it; None in a
     # `desktop` session.

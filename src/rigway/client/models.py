@@ -187,6 +187,9 @@ class Session(ApiModel):
     apps that its screenshots show, None while there is none.
     `record` is true for a session started with `record=True` (see
     `SessionHandle.recording()`).
+    `owner_active` is true while the rig's owner uses its own keyboard or mouse: API
+    input then raises `ConflictError` (code `owner_active`) until the rig has rested
+    for the owner's delay (`Rig.owner_idle_s`).
     """
 
     session_id: str
@@ -208,6 +211,7 @@ class Session(ApiModel):
     displays: list[Display] = Field(default_factory=list)
     control: str = "api"
     record: bool = False
+    owner_active: bool = False
     app_window: tuple[int, int, int, int] | None = None
 
     @property

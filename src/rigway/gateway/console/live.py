@@ -5,7 +5,8 @@ say the same thing in the same words.
 
 Keys: `rig:<id>:state` ("online"/"offline"), `rig:<id>:last_seen`,
 `rig:<id>:session` ("in session"/""), `session:<id>:status`, `session:<id>:billed_minutes`,
-`session:<id>:actions`, `session:<id>:duration`.
+`session:<id>:actions`, `session:<id>:duration`, `session:<id>:owner` ("using the
+rig" while the owner's own keyboard or mouse pauses API input, else "").
 
 "Last seen" of an online rig is the gateway's now: the host link answers heartbeats
 and is closed after three missed ones, so a rig shown online was heard within that
@@ -20,7 +21,10 @@ from rigway.gateway.console.wording import end_reason_words, session_status_word
 from rigway.gateway.rigs.schemas import RigOut
 from rigway.gateway.sessions.schemas import SessionOut
 
-__all__ = ["duration_words", "rig_values", "session_values", "when"]
+__all__ = ["OWNER_ACTIVE_WORDS", "duration_words", "rig_values", "session_values", "when"]
+
+# What the live sessions list says while the owner uses the rig (API input waits).
+OWNER_ACTIVE_WORDS = "using the rig"
 
 
 def when(value: datetime | None) -> str:
@@ -61,4 +65,5 @@ def session_values(session: SessionOut) -> dict[str, str]:
         f"{prefix}:billed_minutes": str(session.billed_minutes),
         f"{prefix}:actions": str(session.action_count),
         f"{prefix}:duration": duration_words(session.duration_seconds),
+        f"{prefix}:owner": OWNER_ACTIVE_WORDS if session.owner_active else "",
     }

@@ -55,8 +55,8 @@ DIGITS_ONLY = BeforeValidator(_decimal_digits)
 _SCREEN_ERRORS = error_responses(401, 403, 404, 410, 429, 502, 504)
 # Observe's 409 is frame_expired (a `since` no longer kept).
 _OBSERVE_ERRORS = error_responses(401, 403, 404, 409, 410, 429, 502, 504)
-# 409 desktop_unavailable (the desktop is locked, …), frame_expired, stale_frame,
-# target_gone, expectation_failed: the last three with more than `error`.
+# 409 desktop_unavailable (the desktop is locked, …), owner_active, frame_expired,
+# stale_frame, target_gone, expectation_failed: the last three with more than `error`.
 _INPUT_ERRORS = input_error_responses(InputConflictOut, 401, 403, 404, 410, 429, 502, 504)
 _INPUT_EXAMPLES: dict[str, Any] = {
     "type": {
@@ -335,9 +335,10 @@ async def send_input(
     (and the settle and observe the batch asked for), with a receipt per event. Checked
     whole first: a bad event or point is a 400, an unknown frame a 409 `frame_expired`,
     and nothing runs. While the desktop is not "normal" (`desktop_state`) nothing runs: 409
-    `desktop_unavailable: <state>`. A batch stopped on the host (`target_gone`,
-    `expectation_failed`) is a 409 with the receipts of what ran; `stale_frame` (nothing
-    ran) carries the rectangles that changed."""
+    `desktop_unavailable: <state>`; nor while the rig's owner uses its own keyboard or
+    mouse (`owner_active` on the Session): 409 `owner_active`. A batch stopped on the
+    host (`target_gone`, `expectation_failed`) is a 409 with the receipts of what ran;
+    `stale_frame` (nothing ran) carries the rectangles that changed."""
     live = await _live(request, session_id, caller, "input")
     services = services_of(request)
     # Checked whole before it counts: a refused batch costs no quota.
