@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
@@ -344,3 +344,35 @@ async def _archive(service: RecordingService) -> zipfile.ZipFile:
 async def _manifest(service: RecordingService) -> dict[str, Any]:
     manifest: dict[str, Any] = json.loads((await _archive(service)).read("manifest.json"))
     return manifest
+
+
+class FailingOnce:
+    """The store's session maker, whose first transaction fails (a store hiccup)."""
+
+    def __init__(self, db: async_sessionmaker[DbSession]) -> None:
+        self._db = db
+        self.failures = 0
+
+    def begin(self) -> Any:
+        if self.failures == 0:
+            self.failures += 1
+            raise ConnectionError("the store went away")
+        return self._db.begin()
+
+
+async def test_a_failed_write_loses_its_steps_and_the_writer_goes_on(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    live = await _session(store, "ses_1")
+    failing = FailingOnce(store.db)
+    recorder = Recorder(cast(Any, failing), store.clock, max_bytes=10_000_000, max_steps=1000)
+    await recorder.screenshot(live, ScreenParams(), _shot())
+    await recorder.flush()
+    await recorder.screenshot(live, ScreenParams(), _shot())
+
+    steps = await store.service(recorder).steps("acc_1", "ses_1")
+
+    assert failing.failures == 1
+    assert "writing 1 recording steps failed" in caplog.text
+    assert [s["seq"] for s in steps] == [1]
+    await recorder.stop()

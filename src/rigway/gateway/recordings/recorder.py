@@ -173,16 +173,23 @@ class Recorder:
             "t_ms": max(0, round((now - live.started_at).total_seconds() * 1000)),
             **record,
         }
+        self._ensure_writer()
+        await self._queue.put(_Step(live.id, live.account_id, kind, now, record, jpeg))
+
+    def _ensure_writer(self) -> None:
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._run())
-        await self._queue.put(_Step(live.id, live.account_id, kind, now, record, jpeg))
 
     # ---- the writer ----
 
     async def flush(self) -> None:
         """Returns once every step queued so far is in the store (or failed to get there)."""
-        if self._writer is not None:
-            await self._queue.join()
+        if self._queue.empty() and self._writer is None:
+            return
+        # A writer cancelled with steps still queued (a shutdown racing a request) would
+        # leave the join waiting for ever: one runs again first.
+        self._ensure_writer()
+        await self._queue.join()
 
     async def forget(self, session_id: str) -> None:
         """The session ended: its last steps written, its tally dropped from memory."""
