@@ -188,3 +188,18 @@ async def test_cleaner_deletes_a_recording_past_its_retention(
     response = await stack.client.get(f"/v1/sessions/{session_id}/recording")
     assert response.status_code == 404
     assert response.json()["error"].startswith("recording_not_found: the recording expired")
+
+
+async def test_a_key_without_the_sessions_scope_is_refused(stack: Stack) -> None:
+    session_id = await stack.start_session(record=True)
+    key = await stack.services.keys.create(
+        stack.account_id, CreateKeyIn(name="rigs only", scopes=["rigs:read"])
+    )
+
+    response = await stack.client.get(
+        f"/v1/sessions/{session_id}/recording",
+        headers={"Authorization": f"Bearer {key.secret}"},
+    )
+
+    assert response.status_code == 403
+    assert response.json()["error"].startswith("insufficient_scope")
