@@ -82,7 +82,7 @@ async def test_a_step_without_a_frame_is_a_404_page(stack: Stack, owner: Console
     assert missing.status_code == 404
 
 
-async def test_history_links_replay_only_for_recorded_sessions(
+async def test_history_and_the_session_page_link_replay_only_when_recorded(
     stack: Stack, owner: ConsolePages
 ) -> None:
     recorded = await _recorded(stack)
@@ -91,9 +91,13 @@ async def test_history_links_replay_only_for_recorded_sessions(
     await stack.client.delete(f"/v1/sessions/{plain}")
 
     history = (await owner.client.get("/console/history")).text
+    recorded_page = (await owner.client.get(f"/console/sessions/{recorded}")).text
+    plain_page = (await owner.client.get(f"/console/sessions/{plain}")).text
 
     assert f'href="/console/sessions/{recorded}/recording"' in history
     assert f'href="/console/sessions/{plain}/recording"' not in history
+    assert f'href="/console/sessions/{recorded}/recording"' in recorded_page
+    assert "/recording" not in plain_page
 
 
 async def test_a_session_that_did_not_record_is_a_404_page(
