@@ -222,8 +222,16 @@ def run_command(
         raise typer.Exit(code=RESTART_EXIT_CODE)
 
 
-def open_app_tracker(backend: str) -> AppTracker | None:
-    """The windows backend's Job Object tracker; None: the runner's POSIX default."""
+def open_app_tracker(backend: str, desktop: Desktop | None = None) -> AppTracker | None:
+    """The windows backend's Job Object tracker; on the sim, real processes that each
+    open a window on it (an app session needs one); None: the runner's POSIX default."""
+    if backend == "sim":
+        from rigway.agent.apps import ProcessTracker
+        from rigway.agent.backends.sim import SimDesktop
+        from rigway.agent.backends.sim.app_windows import SimAppTracker
+
+        if isinstance(desktop, SimDesktop):
+            return SimAppTracker(desktop, ProcessTracker())
     if backend != "windows":
         return None
     from rigway.agent.backends.windows import open_windows_apps
@@ -303,7 +311,7 @@ async def _serve(
             settings,
             desktop,
             stop=stop,
-            apps=open_app_tracker(settings.backend),
+            apps=open_app_tracker(settings.backend, desktop),
             on_link=start_control,
         )
     finally:
