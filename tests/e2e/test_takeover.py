@@ -443,3 +443,17 @@ async def test_a_page_gone_while_the_host_hangs_still_returns_control_in_time(
         await _wait_for_api_control(stack, session_id, CONTROL_RETURN_S)
         batches = [r.body for r in host.requests if r.op == ops.INPUT_BATCH]
         assert batches[-1]["events"] == [{"type": "key_up", "key": "shift"}]
+
+
+async def test_a_person_holding_control_keeps_the_session_from_idling_out(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    live = stack.services.sessions.live.get(session_id)
+    assert live is not None
+    page = await _taken(stack, session_id)
+    try:
+        before = live.last_activity_at
+        # The page's pings alone (no input) count as activity while it holds control.
+        await Stack.wait_until(lambda: live.last_activity_at > before)
+        assert live.action_count == 0
+    finally:
+        await page.close()
