@@ -17,6 +17,7 @@ from rigway.client import (
     InputEvent,
     InputStoppedError,
     ObserveOptions,
+    OwnerActiveError,
     Region,
     Rigway,
     SessionHandle,
@@ -346,6 +347,7 @@ def test_stale_frame_carries_the_changed_rectangles(
         ("frame_expired", FrameExpiredError),
         ("expectation_failed", ExpectationFailedError),
         ("desktop_unavailable", DesktopUnavailableError),
+        ("owner_active", OwnerActiveError),
     ],
 )
 def test_each_batch_code_has_its_error_class(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from rigway.client import AsyncRigway, ConflictError
+from rigway.client import AsyncRigway, OwnerActiveError
 from rigway.gateway.db.models import Rig
 from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, ok_json, running_stack
 
@@ -153,6 +153,12 @@ async def test_sdk_raises_conflict_with_the_code(stack: Stack) -> None:
         rigway.sessions.create(rig_id=stack.rig_ids[0]) as session,
     ):
         stack.sim().record_local_input()
-        with pytest.raises(ConflictError) as refused:
+        with pytest.raises(OwnerActiveError) as refused:
             await session.type_text("x")
-    assert refused.value.code == "owner_active"
+        record = await session.refresh()
+    assert (refused.value.code, refused.value.receipts, refused.value.stopped_at) == (
+        "owner_active",
+        [],
+        0,
+    )
+    assert record.owner_active is True

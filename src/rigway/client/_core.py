@@ -37,6 +37,7 @@ from .errors import (
     InputStoppedError,
     InternalServerError,
     NotFoundError,
+    OwnerActiveError,
     PermissionDeniedError,
     RateLimitError,
     RigBusyError,
@@ -355,6 +356,7 @@ _STOPPED_ERRORS: dict[str, type[InputStoppedError]] = {
     "stale_frame": StaleFrameError,
     "frame_expired": FrameExpiredError,
     "desktop_unavailable": DesktopUnavailableError,
+    "owner_active": OwnerActiveError,
 }
 
 

@@ -23,7 +23,8 @@ RigwayError                         base of everything this SDK raises
 │   │       ├── ExpectationFailedError  expectation_failed: `expect: "change"` saw none
 │   │       ├── StaleFrameError         stale_frame: the screen changed near the points
 │   │       ├── FrameExpiredError       frame_expired: the frame id is unknown or forgotten
-│   │       └── DesktopUnavailableError desktop_unavailable: locked, secure desktop, …
+│   │       ├── DesktopUnavailableError desktop_unavailable: locked, secure desktop, …
+│   │       └── OwnerActiveError        owner_active: the rig's owner uses its own input
 │   ├── SessionEndedError           410 session_ended                              STOP
 │   ├── RateLimitError              429 rate_limited / concurrency_limit (.retry_after)
 │   ├── HostError                   502 host_error
@@ -75,6 +76,7 @@ __all__ = [
     "InternalServerError",
     "NoRigAvailableError",
     "NotFoundError",
+    "OwnerActiveError",
     "PermissionDeniedError",
     "RateLimitError",
     "RigBusyError",
@@ -248,6 +250,12 @@ class FrameExpiredError(InputStoppedError):
 class DesktopUnavailableError(InputStoppedError):
     """409 desktop_unavailable: the desktop cannot take input now (`detail` is its
     state: locked, secure_desktop, screensaver, …); what ran before is in `receipts`."""
+
+
+class OwnerActiveError(InputStoppedError):
+    """409 owner_active: someone uses the rig's own keyboard or mouse; nothing ran. API
+    input is accepted again once the rig rested for the owner's delay (the session's
+    `owner_active` reads false)."""
 
 
 class SessionEndedError(APIStatusError):
