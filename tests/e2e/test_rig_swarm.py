@@ -155,3 +155,38 @@ async def test_the_command_pairs_its_codes_keeps_the_tokens_and_links(
     tokens = (tmp_path / "tokens").read_text().split()
     assert len(tokens) == 3
     assert all(token.startswith("rgwr_") for token in tokens)
+
+
+async def test_a_swarm_session_answers_waits_dirty_apps_and_a_settled_batch(
+    bare_stack: Stack,
+) -> None:
+    [(rig_id, token)] = await _paired_tokens(bare_stack, 1)
+    swarm = RigSwarm([bare_stack.base_url], [token])
+    async with _running(swarm):
+        async with asyncio.timeout(10):
+            await swarm.wait_linked()
+        session_id = await bare_stack.start_session_on(rig_id)
+        base = f"/v1/sessions/{session_id}"
+        client = bare_stack.client
+
+        waited = ok_json(
+            await client.post(f"{base}/wait", json={"until": "quiet", "timeout_ms": 500})
+        )
+        ok_json(await client.get(f"{base}/dirty"))  # the first take is the whole screen
+        dirty = ok_json(await client.get(f"{base}/dirty"))
+        launched = ok_json(await client.post(f"{base}/app/launch", json={"path": "calc"}))
+        killed = await client.post(f"{base}/app/kill")
+        settled = await client.post(
+            f"{base}/input",
+            json={"events": [{"type": "type_text", "text": "hi"}], "settle": {"quiet_ms": 50}},
+        )
+
+        assert waited["met"] is True
+        assert dirty["rects"] == []
+        assert launched["pid"] == 4242
+        assert killed.status_code == 200, killed.text
+        assert batch_ran(settled) == 1
+        assert settled.json()["settle"]["settled"] is True
+        served = swarm.rigs[0].served
+        assert served[ops.SCREEN_WAIT] == 1
+        assert served[ops.APP_LAUNCH] == served[ops.APP_KILL] == 1
