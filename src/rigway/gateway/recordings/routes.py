@@ -10,8 +10,9 @@ GET /console/sessions/{id}/recording/frames/{seq}.jpg    a step's frame
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -31,6 +32,20 @@ router = APIRouter(tags=["sessions"])
 console_router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 
 
+def _recording_errors() -> dict[int | str, dict[str, Any]]:
+    """The shared error declarations, with the 404 this route adds beside them."""
+    errors = error_responses(401, 403, 404, 429)
+    not_found = copy.deepcopy(errors[404])
+    not_found["content"]["application/json"]["examples"]["recording_not_found"] = {
+        "summary": "recording_not_found",
+        "value": {"error": "recording_not_found: the session was not started with record: true"},
+    }
+    return {**errors, 404: not_found}
+
+
+_ERRORS = _recording_errors()
+
+
 def _recordings(request: Request) -> RecordingService:
     return services_of(request).recordings
 
@@ -47,7 +62,7 @@ def _recordings(request: Request) -> RecordingService:
             ),
             "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
         },
-        **error_responses(401, 403, 404, 429),
+        **_ERRORS,
     },
 )
 async def download_recording(
