@@ -5,7 +5,8 @@
 # struct, constant, vtable (C) and interface id (C++: constexpr __uuidof) checks against,
 # Node with npm for the MCP test that drives `rigway mcp` with the TypeScript SDK, and
 # curl, jq and sqlite3, which the README's and docs/operations.md's commands use
-# (tests/docs/ runs them as written).
+# (tests/docs/ runs them as written), and HAProxy, the load balancer in front of three
+# gateway nodes in the failover test.
 set -euo pipefail
 packages=(
   xvfb openbox dbus dbus-x11 at-spi2-core gtk-3-examples zenity xterm
@@ -14,6 +15,7 @@ packages=(
   gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64
   nodejs
   curl jq sqlite3
+  haproxy
 )
 # Node runs the official TypeScript MCP client in tests/mcp/test_ts_client.py. A Node
 # from NodeSource bundles its own npm (Debian's npm package would conflict with it).

@@ -31,6 +31,7 @@ from rigway.gateway.errors import (
     OwnerForbids,
     RateLimited,
     RigBusy,
+    ServiceUnavailable,
     SessionEnded,
     rig_not_found,
     session_not_found,
@@ -134,8 +135,9 @@ class SessionService:
         holder = await self.holder_url(row.rig_id)
         if holder is not None:
             raise ForwardToHolder(holder, row.rig_id)
-        # Active in the store but not served here (a start still in flight).
-        raise SessionEnded("session is not live on this gateway")
+        # Active in the store, served by no node now: a start still in flight, or its
+        # host re-linking (to this node or another). Not ended: worth a retry.
+        raise ServiceUnavailable("the session's host is not linked now; retry shortly")
 
     def record_activity(self, live: LiveSession, actions: int = 0) -> None:
         live.record_activity(self._clock.now(), actions)
