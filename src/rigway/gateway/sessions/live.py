@@ -13,7 +13,6 @@ from datetime import datetime, timedelta
 
 from rigway.gateway.db.models import Session
 
-
 # The newest launches a live session lists for the owner's console: a session that
 # runs many short commands must not grow the list without end.
 LAUNCHED_APPS_LISTED = 100
