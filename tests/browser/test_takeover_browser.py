@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from rigway.agent.backends.sim import SimDesktop
 from tests.browser.chromium import BROWSER_TESTS, CHROMIUM, CHROMIUM_ARGS
@@ -81,10 +82,12 @@ async def test_a_person_types_into_the_sim_from_the_page_and_hands_back(
     page = await context.new_page()
     try:
         await page.goto(response.json()["viewer_url"])
-        await page.wait_for_function(
-            "() => window.rigwayTakeover.control === 'human'"
-            " && document.getElementById('video').videoWidth > 0"
-        )
+        await page.wait_for_function("() => window.rigwayTakeover.control === 'human'")
+        try:
+            await page.wait_for_function("() => document.getElementById('video').videoWidth > 0")
+        except PlaywrightTimeoutError:
+            state = await page.evaluate("() => ({...window.rigwayTakeover})")
+            pytest.fail(f"no video on the page: {state}")
         assert await page.inner_text("#control") == "you have control"
 
         x, y = await _page_point(page, sim, "username")
