@@ -457,3 +457,24 @@ async def test_a_person_holding_control_keeps_the_session_from_idling_out(stack:
         assert live.action_count == 0
     finally:
         await page.close()
+
+
+async def test_the_console_refuses_a_takeover_of_an_ended_or_elsewhere_held_session(
+    stack: Stack,
+) -> None:
+    await add_owner(stack, "owner@example.com")
+    ended = await stack.start_session()
+    assert (await stack.client.delete(f"/v1/sessions/{ended}")).status_code == 200
+    async with ConsolePages(stack) as console:
+        await console.signed_in("owner@example.com")
+        assert (await console.post(f"/console/sessions/{ended}/takeover")).status_code == 410
+        assert (await console.post("/console/sessions/ses_nosuch/hand-back")).status_code == 404
+        # Active in the store, live on no node of this one: as when another node holds it.
+        active = await stack.start_session()
+        live = stack.services.sessions.live.remove(active)
+        try:
+            refused = await console.post(f"/console/sessions/{active}/takeover")
+            assert refused.status_code == 503
+        finally:
+            assert live is not None
+            stack.services.sessions.live.add(live)
