@@ -116,7 +116,7 @@ def test_rigs_update_sends_only_the_owner_controls_given(
 ) -> None:
     controls = {"app_mode_only": True, "owner_idle_s": 0, "recordings_allowed": False}
     gateway.on("PATCH", "/v1/rigs/rig_1", ok({**RIG, **controls}))
-    rig = console.rigs.update("rig_1", **controls)
+    rig = console.rigs.update("rig_1", app_mode_only=True, owner_idle_s=0, recordings_allowed=False)
     assert body_of(gateway.last) == controls
     assert (rig.app_mode_only, rig.owner_idle_s, rig.recordings_allowed) == (True, 0, False)
     console.rigs.update("rig_1", owner_idle_s=30)
