@@ -242,11 +242,17 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         await apply_migrations(services.engine)
-        orphans = await services.sessions.load_active()
-        services.timers.adopt_orphans(orphans)
+        if not services.ownership.is_shared:
+            # One node: every active session is its own; orphan timers for their hosts.
+            # Several: each node takes a session when its host links there, and the
+            # sweeper ends those no node holds, so starting a node ends nobody's session.
+            orphans = await services.sessions.load_active()
+            services.timers.adopt_orphans(orphans)
         await services.notices.start()
         await services.ownership.start()
-        services.timers.start()
+        services.timers.start(
+            routing_healthy=services.ownership.is_healthy if services.ownership.is_shared else None
+        )
         services.webhook_dispatcher.start()
         services.recording_cleaner.start()
         try:

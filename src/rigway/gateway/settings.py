@@ -110,6 +110,15 @@ class GatewaySettings(BaseModel):
             " in the store to connect before it ends the session `timeout`."
         ),
     )
+    orphan_sweep_interval_s: float = Field(
+        default=5.0,
+        gt=0,
+        description=(
+            "Several nodes: seconds between the orphan sweeper's passes, which end"
+            " `host_gone` the sessions whose host no node has held for"
+            " `host_gone_grace_s` (a node that died took its timers with it)."
+        ),
+    )
     screen_timeout_s: float = Field(
         default=5.0,
         gt=0,
@@ -439,6 +448,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_REQUEST_BODY_TIMEOUT_SECONDS": "request_body_timeout_s",
     "RIGWAY_TRUSTED_PROXIES": "trusted_proxies",
     "RIGWAY_ORPHAN_GRACE_SECONDS": "orphan_grace_s",
+    "RIGWAY_ORPHAN_SWEEP_INTERVAL_SECONDS": "orphan_sweep_interval_s",
     "RIGWAY_WEBHOOK_ALLOW_PRIVATE_TARGETS": "webhook_allow_private_targets",
     "RIGWAY_WEBHOOK_CA_BUNDLE": "webhook_ca_bundle",
     "RIGWAY_WAKE_BROADCAST": "wake_broadcast",

@@ -43,6 +43,12 @@ return 0
 
 class RigOwnership(Protocol):
     node_id: str
+    # True when other nodes may hold rigs too (Redis): several nodes share the store.
+    is_shared: bool
+
+    async def is_healthy(self) -> bool:
+        """Whether the leases can be read now (else every host would look absent)."""
+        ...
 
     async def start(self) -> None: ...
 
@@ -65,8 +71,13 @@ class RigOwnership(Protocol):
 class SingleNode:
     """One node: every link it holds is its own, and there is no other node."""
 
+    is_shared = False
+
     def __init__(self) -> None:
         self.node_id = secrets.token_hex(8)
+
+    async def is_healthy(self) -> bool:
+        return True
 
     async def start(self) -> None:
         return None
@@ -85,6 +96,8 @@ class SingleNode:
 
 
 class RedisOwnership:
+    is_shared = True
+
     def __init__(self, redis_url: str, node_url: str) -> None:
         import redis.asyncio  # the `redis` extra: only a gateway configured for Redis has it
 
@@ -95,6 +108,12 @@ class RedisOwnership:
         self._delete_if_held = self._client.register_script(_DELETE_IF_HELD)
         self._held: set[str] = set()
         self._refresher: asyncio.Task[None] | None = None
+
+    async def is_healthy(self) -> bool:
+        try:
+            return bool(await self._client.ping())
+        except Exception:  # any failure to answer is "not healthy", never raised
+            return False
 
     async def start(self) -> None:
         await self._register_node()

@@ -151,6 +151,12 @@ class Session(Base):
     native_width: Mapped[int | None] = mapped_column(Integer, nullable=True)
     native_height: Mapped[int | None] = mapped_column(Integer, nullable=True)
     record: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Bumped by each node that takes the session over (its host linked there): a
+    # timer-driven end names the epoch it saw, so a node that lost the session ends
+    # nothing (sessions/repository.py `transition`).
+    owner_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Since when no node has held the host's link, as the orphan sweeper saw it.
+    host_absent_since: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class Webhook(Base):

@@ -52,6 +52,8 @@ class LiveSession:
     # An app session's window as the host last reported it (native x, y, w, h).
     app_window: tuple[int, int, int, int] | None = None
     record: bool = False
+    # The store's owner epoch when this node took the session (`Session.owner_epoch`).
+    owner_epoch: int = 0
     # "api", or "human" while a person who took control drives the input.
     control: str = "api"
     # What the owner's console shows this session launched, oldest first.
@@ -73,6 +75,7 @@ class LiveSession:
             native_height=row.native_height,
             capture_mode=row.capture_mode,
             record=row.record,
+            owner_epoch=row.owner_epoch,
         )
 
     def record_activity(self, now: datetime, actions: int) -> None:

@@ -40,15 +40,57 @@ async def count_active(db: DbSession, account_id: str) -> int:
 
 
 async def transition(
-    db: DbSession, session_id: str, *, to_status: str, values: dict[str, Any]
+    db: DbSession,
+    session_id: str,
+    *,
+    to_status: str,
+    values: dict[str, Any],
+    owner_epoch: int | None = None,
 ) -> bool:
-    """active → to_status, exactly once across every node: True for the one winner."""
+    """active → to_status, exactly once across every node: True for the one winner.
+    With `owner_epoch` (a timer's end), only while no node took the session over since."""
+    condition = [Session.id == session_id, Session.status == "active"]
+    if owner_epoch is not None:
+        condition.append(Session.owner_epoch == owner_epoch)
+    result = await db.execute(update(Session).where(*condition).values(status=to_status, **values))
+    return bool(getattr(result, "rowcount", 0) == 1)
+
+
+async def take_over(db: DbSession, session_id: str) -> int | None:
+    """This node serves the session from now on: its new owner epoch (None when it is
+    no longer active)."""
     result = await db.execute(
         update(Session)
         .where(Session.id == session_id, Session.status == "active")
-        .values(status=to_status, **values)
+        .values(owner_epoch=Session.owner_epoch + 1, host_absent_since=None)
+        .returning(Session.owner_epoch)
     )
-    return bool(getattr(result, "rowcount", 0) == 1)
+    return result.scalar_one_or_none()
+
+
+async def lock_active_page(db: DbSession, after_id: str, limit: int) -> list[Session]:
+    """Active sessions after `after_id` in id order, locked for this transaction; rows
+    another node's sweep holds are skipped (`FOR UPDATE SKIP LOCKED` on PostgreSQL)."""
+    query = (
+        select(Session)
+        .where(Session.status == "active", Session.id > after_id)
+        .order_by(Session.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return list(await db.scalars(query))
+
+
+async def set_host_absent_since(
+    db: DbSession, session_ids: list[str], since: datetime | None
+) -> None:
+    """`since` for those not yet marked absent (None: present again, for all of them)."""
+    if not session_ids:
+        return
+    query = update(Session).where(Session.id.in_(session_ids))
+    if since is not None:
+        query = query.where(Session.host_absent_since.is_(None))
+    await db.execute(query.values(host_absent_since=since))
 
 
 async def set_host_facts(

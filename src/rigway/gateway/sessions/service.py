@@ -54,6 +54,9 @@ from rigway.protocol import ops
 
 logger = logging.getLogger(__name__)
 
+# Sessions the orphan sweeper looks at per pass (and locks, for that short transaction).
+_SWEEP_PAGE = 100
+
 
 class SessionService:
     def __init__(
@@ -81,6 +84,8 @@ class SessionService:
         self.on_ended_here: Callable[[str, str, str], None] = lambda *_ended: None
         # The address of the other node holding a rig's link, if any (cluster/ownership).
         self.holder_url: Callable[[str], Awaitable[str | None]] = _held_by_no_other_node
+        # Where the orphan sweeper's next page starts ("" from the first session).
+        self._sweep_after = ""
         # Sessions this node ended, by reason (the metrics read it at scrape time).
         self.ended_by_reason: Counter[str] = Counter()
 
@@ -275,8 +280,18 @@ class SessionService:
 
     # ---- end ----
 
-    async def end(self, session_id: str, reason: str, *, wait_for_host: bool = True) -> Session:
-        """Ends an active session once; ending an ended one returns it unchanged."""
+    async def end(
+        self,
+        session_id: str,
+        reason: str,
+        *,
+        wait_for_host: bool = True,
+        owner_epoch: int | None = None,
+    ) -> Session:
+        """Ends an active session once; ending an ended one returns it unchanged.
+
+        A timer's end names the `owner_epoch` it saw: if another node took the session
+        over since, nothing ends, and this node lets go of its stale copy."""
         lock = self._end_locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             live = self.live.get(session_id)
@@ -289,7 +304,9 @@ class SessionService:
                         "last_activity_at": live.last_activity_at,
                         "action_count": live.action_count,
                     }
-                won = await repository.transition(db, session_id, to_status="ended", values=values)
+                won = await repository.transition(
+                    db, session_id, to_status="ended", values=values, owner_epoch=owner_epoch
+                )
                 row = await self._reload(db, session_id)
                 if won:
                     enqueue_event(
@@ -313,6 +330,9 @@ class SessionService:
                 await restore
             else:
                 self._spawn(restore)
+        elif owner_epoch is not None and row.status == "active":
+            self.live.remove(session_id)
+            logger.info("session %s is served by another node now", session_id)
         return row
 
     async def end_for_account(self, account_id: str, session_id: str, reason: str) -> SessionOut:
@@ -356,7 +376,7 @@ class SessionService:
             elif live.is_idle(now):
                 reason = "idle_timeout"
             if reason is not None:
-                await self.end(live.id, reason, wait_for_host=False)
+                await self.end(live.id, reason, wait_for_host=False, owner_epoch=live.owner_epoch)
                 ended.append(live.id)
         await self.flush_activity()
         return ended
@@ -389,7 +409,7 @@ class SessionService:
             # now: this node only lets go of it.
             self.live.remove(live.id)
             return None
-        await self.end(live.id, reason, wait_for_host=False)
+        await self.end(live.id, reason, wait_for_host=False, owner_epoch=live.owner_epoch)
         return live.id
 
     def note_ended_elsewhere(self, notice: dict[str, Any]) -> None:
@@ -418,11 +438,53 @@ class SessionService:
         missing = [sid for sid in session_ids if self.live.get(sid) is None]
         if not missing:
             return
-        async with self._db_sessions() as db:
-            rows = [await repository.get(db, sid) for sid in missing]
-        for row in rows:
-            if row is not None and row.status == "active" and row.rig_id == rig_id:
-                self.live.add(LiveSession.from_row(row))
+        async with self._db_sessions.begin() as db:
+            for session_id in missing:
+                row = await repository.get(db, session_id)
+                if row is None or row.status != "active" or row.rig_id != rig_id:
+                    continue
+                # The epoch fences the previous node's timers: they end nothing now.
+                epoch = await repository.take_over(db, session_id)
+                if epoch is not None:
+                    live = LiveSession.from_row(row)
+                    live.owner_epoch = epoch
+                    self.live.add(live)
+
+    async def sweep_orphans(self, grace_s: float) -> list[str]:
+        """One pass of the orphan sweeper, which any node may run (several nodes only).
+
+        Active sessions whose host no node holds now are marked absent; those absent for
+        `grace_s` end `host_gone`, fenced by the epoch read (a host that re-linked in
+        between wins). A page of sessions at a time, rows another node's pass holds
+        skipped. Returns the ids it ended."""
+        now = self._clock.now()
+        due: list[tuple[str, int]] = []
+        async with self._db_sessions.begin() as db:
+            rows = await repository.lock_active_page(db, self._sweep_after, _SWEEP_PAGE)
+            self._sweep_after = rows[-1].id if len(rows) == _SWEEP_PAGE else ""
+            present, absent = [], []
+            for row in rows:
+                if await self._is_host_linked(row):
+                    present.append(row.id)
+                else:
+                    absent.append(row.id)
+                    since = row.host_absent_since
+                    if since is not None and (now - since).total_seconds() >= grace_s:
+                        due.append((row.id, row.owner_epoch))
+            await repository.set_host_absent_since(db, present, None)
+            await repository.set_host_absent_since(db, absent, now)
+        ended: list[str] = []
+        for session_id, epoch in due:
+            row = await self.end(session_id, "host_gone", wait_for_host=False, owner_epoch=epoch)
+            if row.status == "ended" and row.ended_reason == "host_gone":
+                ended.append(session_id)
+        return ended
+
+    async def _is_host_linked(self, row: Session) -> bool:
+        """Whether some node (this one or another) holds the link of the row's host."""
+        if self.live.get(row.id) is not None or self._registry.is_online(row.rig_id):
+            return True
+        return await self.holder_url(row.rig_id) is not None
 
     async def end_sessions_the_host_lost(self, rig_id: str, open_session_ids: list[str]) -> None:
         """A host that comes back without the rig's active session (it restarted) can

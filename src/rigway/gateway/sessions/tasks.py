@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 
 from rigway.gateway.sessions.live import LiveSession
 from rigway.gateway.sessions.service import SessionService
@@ -22,9 +22,15 @@ class SessionTimers:
         self._settings = settings
         self._presence_timers: dict[str, asyncio.Task[None]] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
+    def start(self, routing_healthy: Callable[[], Awaitable[bool]] | None = None) -> None:
+        """The reaper; with `routing_healthy` (several nodes), the orphan sweeper too,
+        which pauses while the routing store (Redis) does not answer: every host
+        would look absent then."""
         self._reaper = asyncio.create_task(self._run_reaper())
+        if routing_healthy is not None:
+            self._sweeper = asyncio.create_task(self._run_sweeper(routing_healthy))
 
     def adopt_orphans(self, sessions: list[LiveSession]) -> None:
         for live in sessions:
@@ -50,6 +56,12 @@ class SessionTimers:
         self._presence_timers.pop(rig_id, None)
         await self._service.end_if_host_absent(rig_id, reason)
 
+    async def _run_sweeper(self, routing_healthy: Callable[[], Awaitable[bool]]) -> None:
+        while True:
+            await asyncio.sleep(self._settings.orphan_sweep_interval_s)
+            if await routing_healthy():
+                await _logged(self._service.sweep_orphans(self._settings.host_gone_grace_s))
+
     async def _run_reaper(self) -> None:
         while True:
             await asyncio.sleep(self._settings.reaper_interval_s)
@@ -57,8 +69,7 @@ class SessionTimers:
 
     async def stop(self) -> None:
         tasks = [*self._presence_timers.values()]
-        if self._reaper is not None:
-            tasks.append(self._reaper)
+        tasks += [task for task in (self._reaper, self._sweeper) if task is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
