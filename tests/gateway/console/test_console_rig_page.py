@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from rigway.gateway.console import repository
+from rigway.gateway.console.history import key_label
 from rigway.gateway.console.wording import CONTROL_WORDS, END_REASON_WORDS, SESSION_MODE_WORDS
 from rigway.gateway.db.models import Rig
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
@@ -318,3 +320,13 @@ async def test_while_a_person_holds_control_the_rig_page_offers_hand_back(
     assert f'<dd id="session-control">{CONTROL_WORDS["human"]}</dd>' in current
     assert f'action="/console/sessions/{session_id}/hand-back"' in current
     assert "/takeover" not in current
+
+
+async def test_a_session_with_no_key_or_a_deleted_one_is_labelled_with_a_dash(
+    stack: Stack,
+) -> None:
+    async with stack.services.db() as db:
+        no_key = await repository.api_key_name_and_prefix(db, None)
+        unknown = await repository.api_key_name_and_prefix(db, "key_000000000000000000000000")
+    assert no_key == unknown == (None, None)
+    assert key_label(*no_key) == "—"
