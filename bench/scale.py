@@ -64,6 +64,7 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 START_TIMEOUT_S = 60.0
 # Requests that have not answered in this long count as errors (status "timeout").
 REQUEST_TIMEOUT_S = 10.0
+IDLE_WINDOW_S = 5.0
 
 
 def p99(samples_ms: list[float]) -> float:
@@ -403,7 +404,10 @@ class Window:
         )
 
 
-def print_load(title: str, load: Load, before: Window, after: Window) -> None:
+def print_load(
+    title: str, load: Load, before: Window, after: Window, idle_cpu: Sequence[float]
+) -> None:
+    """`idle_cpu`: each node's CPU share with the rigs linked and no request (0..1)."""
     wall_s = after.wall - before.wall
     requests = sum(load.statuses.values())
     print(title)
@@ -416,12 +420,14 @@ def print_load(title: str, load: Load, before: Window, after: Window) -> None:
     errors = {status: n for status, n in load.statuses.items() if status != "200"}
     print(f"  errors           {load.errors}  {dict(sorted(errors.items())) if errors else ''}")
     print(f"  requests/s       {requests / wall_s:.1f}  ({requests} in {wall_s:.1f} s)")
-    for index, (start, end) in enumerate(zip(before.nodes, after.nodes, strict=True)):
+    nodes = zip(before.nodes, after.nodes, idle_cpu, strict=True)
+    for index, (start, end, idle) in enumerate(nodes):
         used_s = end - start
         per_request_us = used_s / requests * 1e6 if requests else 0.0
+        above_idle_us = (used_s - idle * wall_s) / requests * 1e6 if requests else 0.0
         print(
             f"  gateway node-{index + 1}     CPU {used_s / wall_s * 100:5.1f} %   "
-            f"{per_request_us:7.0f} us per request"
+            f"{per_request_us:7.0f} us per request ({above_idle_us:.0f} us above idle)"
         )
     print(
         f"  rig swarm        CPU {(after.swarm - before.swarm) / wall_s * 100:5.1f} %   "
@@ -480,6 +486,20 @@ async def _load(
         f"{args.sessions} sessions observing (image={args.image}) {args.rate:g}/s each"
     )
     print(f"  gateway resident memory: {_mib(rss_unlinked)} before the rigs linked")
+    # What the links alone cost (heartbeats both ways), before any session.
+    idle_before = Window.now(nodes, swarm)
+    await asyncio.sleep(IDLE_WINDOW_S)
+    idle_after = Window.now(nodes, swarm)
+    idle_s = idle_after.wall - idle_before.wall
+    idle_cpu = [
+        (end - start) / idle_s
+        for start, end in zip(idle_before.nodes, idle_after.nodes, strict=True)
+    ]
+    swarm_idle_cpu = (idle_after.swarm - idle_before.swarm) / idle_s
+    print(
+        f"  idle, rigs linked: gateway CPU {' '.join(f'{cpu * 100:.1f} %' for cpu in idle_cpu)}, "
+        f"swarm CPU {swarm_idle_cpu * 100:.1f} %, swarm resident {idle_after.swarm_rss_mib:.1f} MiB"
+    )
     # A connection per session: one observe at a time each, none waits for the pool.
     limits = httpx2.Limits(max_connections=args.sessions, max_keepalive_connections=None)
     async with httpx2.AsyncClient(
@@ -501,11 +521,11 @@ async def _load(
                 before = Window.now(nodes, swarm)
                 await observe_for(client, sessions, args.rate, args.seconds, args.image, load)
                 after = Window.now(nodes, swarm)
-                print_load(f"capacity: {args.seconds:g} s", load, before, after)
+                print_load(f"capacity: {args.seconds:g} s", load, before, after, idle_cpu)
                 print(f"  gateway resident memory: {_mib(_rss_mib(nodes))} after")
                 print(f"machine: load average {os.getloadavg()[0]:.2f} (1 min) at the end")
             else:
-                await _soak(args, client, nodes, swarm, sessions)
+                await _soak(args, client, nodes, swarm, sessions, idle_cpu)
         finally:
             await end_sessions(client, sessions)
 
@@ -516,6 +536,7 @@ async def _soak(
     nodes: Sequence[Node],
     swarm: psutil.Process,
     sessions: Sequence[str],
+    idle_cpu: Sequence[float],
 ) -> None:
     minutes = args.soak_minutes
     step_s = min(60.0, minutes * 60 / 5)
@@ -535,7 +556,7 @@ async def _soak(
             f"  {(step + 1) * step_s / 60:5.1f} min  errors {load.errors:4d}  "
             f"p99 {p99_ms:7.2f} ms  gateway resident {rss[-1]:.1f} MiB"
         )
-    print_load(f"soak: {minutes:g} min", total, first, Window.now(nodes, swarm))
+    print_load(f"soak: {minutes:g} min", total, first, Window.now(nodes, swarm), idle_cpu)
     # The last 80 % of the run: from the sample nearest its start.
     base = rss[round(0.2 * steps)]
     growth = (rss[-1] - base) / base * 100

@@ -46,7 +46,9 @@ async def test_a_tiny_capacity_run_on_postgresql_and_redis_prints_every_figure()
     assert latency is not None, output
     assert re.search(r"errors\s+0\s", output), output
     assert re.search(r"requests/s\s+[\d.]+\s+\(2\d in", output), output
-    assert re.search(r"gateway node-1\s+CPU\s+[\d.]+ %\s+\d+ us per request", output), output
+    node_cpu = r"gateway node-1\s+CPU\s+[\d.]+ %\s+\d+ us per request \(-?\d+ us above idle\)"
+    assert re.search(node_cpu, output), output
+    assert re.search(r"idle, rigs linked: gateway CPU [\d.]+ %, swarm CPU", output), output
     assert re.search(r"gateway resident memory: [\d.]+ MiB after", output), output
 
 
