@@ -1,7 +1,8 @@
 """Three `rigway gateway` processes behind HAProxy (Debian's), one PostgreSQL store and
 one Redis: an agent linked through the load balancer keeps its session when the node
-holding its link is killed (SIGKILL), and the next screenshot through the load balancer
-succeeds once it has re-linked to another node. Exactly one `session.ended` follows."""
+holding its link is killed (SIGKILL), and again when the next one freezes (SIGSTOP);
+each time the next screenshot through the load balancer succeeds once it has re-linked
+to another node. Exactly one `session.ended` follows."""
 
 from __future__ import annotations
 
@@ -93,10 +94,14 @@ def _environment(
     tmp_path: Path, database_url: str, keys: SharedKeyFiles, lb_url: str
 ) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith("RIGWAY_")}
+    config = tmp_path / "gateway.toml"
+    # Pings every second: an agent notices a frozen node within a few seconds.
+    config.write_text("heartbeat_interval_s = 1.0\n")
     return (
         env
         | keys.environment()
         | {
+            "RIGWAY_CONFIG": str(config),
             "RIGWAY_DATABASE_URL": database_url,
             "RIGWAY_REDIS_URL": REDIS_URL,
             "RIGWAY_PUBLIC_BASE_URL": lb_url,
@@ -178,14 +183,34 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
         await drop_postgres_database(POSTGRES_SERVER, name)
 
 
-async def _held_by(service: Service, rig_id: str) -> str:
-    async with asyncio.timeout(10):
-        while (holder := await service.services.ownership.holder_url(rig_id)) is None:
+async def _held_by(service: Service, rig_id: str, other_than: str | None = None) -> str:
+    """The URL of the node holding the rig's link (once it is not `other_than`)."""
+    async with asyncio.timeout(FAILOVER_TIMEOUT_S):
+        while True:
+            holder = await service.services.ownership.holder_url(rig_id)
+            if holder is not None and holder != other_than:
+                return holder
             await asyncio.sleep(0.05)
-    return holder
 
 
-async def test_killing_the_node_holding_a_rig_keeps_its_session(service: Service) -> None:
+async def _until_a_screenshot(client: httpx2.AsyncClient, session_id: str) -> None:
+    """Until a screenshot through the load balancer succeeds, retrying as a client does."""
+    async with asyncio.timeout(FAILOVER_TIMEOUT_S):
+        while True:
+            try:
+                screenshot = await client.get(f"/v1/sessions/{session_id}/screenshot", timeout=5.0)
+            except httpx2.TransportError:
+                continue  # a dead or frozen node's connection: a client retries
+            if screenshot.status_code == 200:
+                return
+            # Retryable while the rig moves; never a 410 (the session lives on).
+            assert screenshot.status_code in (502, 503, 504), screenshot.text
+            await asyncio.sleep(0.05)
+
+
+async def test_a_rigs_session_survives_its_node_killed_then_the_next_frozen(
+    service: Service,
+) -> None:
     services = service.services
     account_id = await services.accounts.create("failover")
     key = await services.keys.create(account_id, CreateKeyIn(name="failover"))
@@ -220,19 +245,19 @@ async def test_killing_the_node_holding_a_rig_keeps_its_session(service: Service
 
         service.nodes[holder].send_signal(signal.SIGKILL)
         killed_at = time.monotonic()
-        async with asyncio.timeout(FAILOVER_TIMEOUT_S):
-            while True:
-                try:
-                    screenshot = await client.get(f"/v1/sessions/{session_id}/screenshot")
-                except httpx2.TransportError:
-                    continue  # the killed node's connection; a client retries
-                if screenshot.status_code == 200:
-                    break
-                # Retryable while the rig moves; never a 410 (the session lives on).
-                assert screenshot.status_code in (502, 503, 504), screenshot.text
-                await asyncio.sleep(0.05)
+        await _until_a_screenshot(client, session_id)
         recovered_s = time.monotonic() - killed_at
-        new_holder = await _held_by(service, paired.rig_id)
+        new_holder = await _held_by(service, paired.rig_id, other_than=holder)
+
+        # The new holder freezes (SIGSTOP): its pings stop, the agent drops the link and
+        # re-links through the load balancer to the one node left.
+        frozen = service.nodes[new_holder]
+        frozen.send_signal(signal.SIGSTOP)
+        try:
+            await _until_a_screenshot(client, session_id)
+            last_holder = await _held_by(service, paired.rig_id, other_than=new_holder)
+        finally:
+            frozen.send_signal(signal.SIGCONT)
         session = (await client.get(f"/v1/sessions/{session_id}")).json()
         ended = await client.delete(f"/v1/sessions/{session_id}")
     finally:
@@ -241,6 +266,7 @@ async def test_killing_the_node_holding_a_rig_keeps_its_session(service: Service
         await agent
     print(f"first good screenshot {recovered_s:.2f} s after the holder was killed")
     assert new_holder != holder
+    assert last_holder not in (holder, new_holder)
     assert session["status"] == "active"
     assert ended.json()["ended_reason"] == "client"
     async with services.db() as db:
