@@ -433,3 +433,17 @@ def test_keys_after_a_press_on_the_window_pass() -> None:
     )
     check_key_events(AppView(Rect(0, 0, 9, 9), (), None), [_event("type_text", text="x")])
     check_key_events(AppView(Rect(0, 0, 9, 9), (), True), [_event("type_text", text="x")])
+
+
+def test_a_walk_of_one_pid_does_not_make_the_stacks_pids_unknown_again() -> None:
+    sim = SimDesktop(WIDTH, HEIGHT)
+    sim.open_app_window(OURS, "ours", Rect(0, 0, 200, 200))
+    sim.open_app_window(THEIRS, "theirs", Rect(300, 0, 200, 200))
+    apps = CountingApps([OURS])
+    scope = AppScope(sim, apps)
+    scope.view()
+
+    scope.owned_pids([555])  # a walk of a window the stack has not shown
+    scope.view()
+
+    assert apps.reads == 2

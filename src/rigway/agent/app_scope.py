@@ -18,10 +18,9 @@ Errors:
 Window stacking and geometry come from the backend (`Desktop.window_stack`), read on
 whichever worker asks; which pids are the session's is read from the app tracker, a
 scan of the process table, so it is remembered and read again only when a window of an
-unknown pid shows up, after a launch or kill (`forget_owners`), or once it is
-`OWNERS_MAX_AGE_S` old.
+unknown pid shows up, or once it is `OWNERS_MAX_AGE_S` old.
 
-A capture reads the stack before and after its grab (`ScopedGrab`): a window that
+A capture reads the stack before and after its grab (`AppScope.grab`): a window that
 moved in between is covered where it was and where it is, and a grab during which the
 app window itself moved or resized is taken again.
 """
@@ -224,11 +223,6 @@ class AppScope:
         self._foreign: set[int] = set()
         self._read_at: float | None = None
 
-    def forget_owners(self) -> None:
-        """A launch or a kill changed which pids are the session's: read them again."""
-        with self._lock:
-            self._read_at = None
-
     def owned_pids(self, seen: Iterable[int | None] = ()) -> frozenset[int]:
         """The session's pids; read again when one of `seen` is not known either way."""
         seen = tuple(seen)
@@ -240,7 +234,9 @@ class AppScope:
             )
             if self._read_at is None or unknown or now - self._read_at >= self._max_age_s:
                 self._owned = self._apps.owned_pids()
-                self._foreign = {p for p in seen if p is not None and p not in self._owned}
+                # Kept across reads: the walk asks about one pid, the stack about all.
+                known = self._foreign.union(p for p in seen if p is not None)
+                self._foreign = known - self._owned
                 self._read_at = now
             return self._owned
 
