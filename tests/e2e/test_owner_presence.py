@@ -15,7 +15,9 @@ from sqlalchemy import update
 
 from rigway.client import AsyncRigway, OwnerActiveError
 from rigway.gateway.db.models import Rig
+from rigway.protocol import Request, encode_text, ops
 from tests.e2e.harness import QUICK_AGENT, Stack, batch_ran, ok_json, running_stack
+from tests.e2e.raw_host import answer_like_a_plain_host, pair_rig, raw_host
 
 # The owner's delay these tests give the rig: long enough that "active" holds on a
 # loaded machine; a test rests the rig by moving the owner's last input into the past
@@ -162,3 +164,40 @@ async def test_sdk_raises_conflict_with_the_code(stack: Stack) -> None:
         0,
     )
     assert record.owner_active is True
+
+
+# ---- a host driven by hand ---------------------------------------------------------------
+
+
+async def test_a_host_without_the_dirty_field_shows_what_it_noted(bare_stack: Stack) -> None:
+    rig_id, rig_token = await pair_rig(bare_stack)
+    async with raw_host(bare_stack.base_url, rig_token) as host:
+        session_id = await bare_stack.start_session_on(rig_id)
+        note = {"t": "note", "op": ops.OWNER_PRESENCE, "body": {"active": True}}
+        await host.ws.send(encode_text(note))
+        registry = bare_stack.services.registry
+        await bare_stack.wait_until(lambda: registry.owner_active(rig_id) is True)
+        url = f"/v1/sessions/{session_id}/observe"
+        observed = ok_json(await bare_stack.client.get(url, params={"image": 0}))
+    assert observed["owner_active"] is True
+
+
+async def _refusing_input(request: Request) -> str | bytes | None:
+    if request.op != ops.INPUT_BATCH:
+        return await answer_like_a_plain_host(request)
+    error = {"code": ops.ERROR_OWNER_ACTIVE, "detail": "used 0.2 s ago"}
+    return encode_text({"t": "res", "id": request.id, "ok": False, "error": error})
+
+
+async def test_a_refusal_without_a_body_is_409_and_shows_at_once(bare_stack: Stack) -> None:
+    rig_id, rig_token = await pair_rig(bare_stack)
+    async with raw_host(bare_stack.base_url, rig_token, _refusing_input):
+        session_id = await bare_stack.start_session_on(rig_id)
+        url = f"/v1/sessions/{session_id}/input"
+        response = await bare_stack.client.post(url, json=_type())
+        session = await _session(bare_stack, session_id)
+    assert (response.status_code, response.json()) == (
+        409,
+        {"error": "owner_active: used 0.2 s ago"},
+    )
+    assert session["owner_active"] is True
