@@ -91,6 +91,14 @@ async def test_a_session_starts_and_is_driven_through_the_other_node(two_nodes: 
     assert live is not None
     assert live.action_count == 1
     assert two_nodes.edge.services.sessions.live.get(session_id) is None
+    # The edge timed each forward (session create and the three operations).
+    metrics = (await two_nodes.edge.client.get("/metrics")).text
+    forwarded = [
+        line for line in metrics.splitlines()
+        if line.startswith("rigway_forward_seconds_count") and 'outcome="ok"' in line
+    ]  # fmt: skip
+    assert len(forwarded) == 1
+    assert float(forwarded[0].split()[-1]) == 4
 
 
 async def test_errors_come_back_as_the_holder_answered_them(two_nodes: TwoNodes) -> None:

@@ -428,7 +428,13 @@ def _install_error_handlers(app: FastAPI, metrics: GatewayMetrics) -> None:
     @app.exception_handler(ForwardToHolder)
     async def _forward(request: Request, signal: ForwardToHolder) -> Response:
         services = services_of(request)
-        return await forward(request, signal, services.peers, services.ownership.holder_url)
+        return await forward(
+            request,
+            signal,
+            services.peers,
+            services.ownership.holder_url,
+            services.metrics.observe_forward,
+        )
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:

@@ -50,11 +50,22 @@ class GatewayMetrics:
             buckets=LATENCY_BUCKETS_S,
             registry=self.registry,
         )
+        self.forward_seconds = Histogram(
+            "rigway_forward_seconds",
+            "Requests forwarded to the node holding their rig, by outcome (ok,"
+            " not_held_here, unavailable, timeout), until its answer.",
+            ["node", "outcome"],
+            buckets=LATENCY_BUCKETS_S,
+            registry=self.registry,
+        )
         # Kept here, counted by the error handler.
         self.errors_by_code: Counter[tuple[int, str]] = Counter()
 
     def observe_host_op(self, op: str, seconds: float, outcome: str) -> None:
         self.host_op_seconds.labels(self.node, op, outcome).observe(seconds)
+
+    def observe_forward(self, seconds: float, outcome: str) -> None:
+        self.forward_seconds.labels(self.node, outcome).observe(seconds)
 
     def count_error(self, status: int, code: str) -> None:
         self.errors_by_code[(status, code)] += 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -79,6 +80,7 @@ async def forward(
     signal: ForwardToHolder,
     peers: PeerClients,
     holder_url_of: Callable[[str], Awaitable[str | None]],
+    observe: Callable[[float, str], None] = lambda seconds, outcome: None,
 ) -> Response:
     """Answer `request` with what the node holding its rig answers."""
     if is_forwarded(request):
@@ -108,13 +110,18 @@ async def forward(
     body = await request.body()
     node_url = signal.node_url
     for attempt in range(2):
+        started = time.perf_counter()
         try:
             answer = await peers.to(node_url).request(forwarded, body, FORWARD_TIMEOUT_S)
         except PeerTimeoutError as exc:
+            observe(time.perf_counter() - started, "timeout")
             raise HostTimeout("the node holding the rig did not answer in time") from exc
         except PeerUnavailableError as exc:
+            observe(time.perf_counter() - started, "unavailable")
             raise ServiceUnavailable("the node holding the rig cannot be reached; retry") from exc
-        if answer.status != NOT_HELD_HERE:
+        held = answer.status != NOT_HELD_HERE
+        observe(time.perf_counter() - started, "ok" if held else "not_held_here")
+        if held:
             return Response(
                 content=bytes(answer.body),
                 status_code=answer.status,
