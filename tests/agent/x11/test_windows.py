@@ -7,8 +7,9 @@ import signal
 
 import pytest
 
+from rigway.agent.backends.base import StackedWindow
 from rigway.agent.backends.x11 import X11Desktop, windows
-from tests.support.x_desktop import LaunchedApps, wait_until
+from tests.support.x_desktop import LaunchedApps, XDesktop, wait_until
 
 pytestmark = pytest.mark.x11
 
@@ -59,3 +60,35 @@ def test_close_windows_disconnects_a_frozen_client_whose_pid_is_unknown(
     x11_backend.close_windows(new)
 
     assert wait_until(lambda: x11_backend.list_windows() == baseline, message="no window") is True
+
+
+def test_the_stack_lists_frames_topmost_first_with_their_clients_owner_and_the_focus(
+    x11_backend: X11Desktop, apps: LaunchedApps, x_desktop: XDesktop
+) -> None:
+    first = apps.launch(["zenity", "--info", "--title=Below", "--text=1"])
+    stack_of = _stack_waiting_for(x11_backend, {first.pid})
+    second = apps.launch(["zenity", "--info", "--title=Above", "--text=2"])
+    stack_of = _stack_waiting_for(x11_backend, {first.pid, second.pid})
+
+    ours = [w for w in stack_of if w.pid in {first.pid, second.pid}]
+    assert [w.pid for w in ours] == [second.pid, first.pid]  # the newer one on top
+    assert [w.has_focus for w in ours] == [True, False]
+    assert not any(w.is_popup for w in ours)
+    with x_desktop.x_connection() as conn:
+        for window in ours:
+            # The rect is the frame's: the root's child that holds the client.
+            frame = conn.create_resource_object("window", window.window_id)
+            while int(frame.query_tree().parent.id) != int(conn.screen().root.id):
+                frame = frame.query_tree().parent
+            geometry = frame.get_geometry()
+            assert (window.rect.x, window.rect.y) == (geometry.x, geometry.y)
+            assert (window.rect.w, window.rect.h) == (geometry.width, geometry.height)
+
+
+def _stack_waiting_for(backend: X11Desktop, pids: set[int]) -> list[StackedWindow]:
+    def probe() -> list[StackedWindow] | None:
+        stack = backend.window_stack()
+        shown = {w.pid for w in stack if not w.is_popup}
+        return stack if pids <= shown else None
+
+    return wait_until(probe, timeout_s=15.0, message=f"windows of {sorted(pids)}")

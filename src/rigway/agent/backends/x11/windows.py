@@ -119,7 +119,8 @@ class X11Windows:
             children = conn.screen().root.query_tree().children
             present = {int(child.id) for child in children}
             client_of = self._clients_by_frame(conn, present)
-            self._pids = {w: pid for w, pid in self._pids.items() if w in present}
+            owners = present | set(client_of.values())
+            self._pids = {w: pid for w, pid in self._pids.items() if w in owners}
             stack = []
             for child in reversed(children):
                 shown = _shown_geometry(child)
