@@ -195,3 +195,19 @@ async def test_an_agent_whose_node_stops_moves_to_another_and_its_session_surviv
             await agent
     assert screenshot.status_code == 200, screenshot.text
     assert session.json()["status"] == "active"
+
+
+async def test_a_rig_unpaired_on_the_other_node_loses_its_session_and_link(
+    two_nodes: TwoNodes,
+) -> None:
+    session_id = (
+        await two_nodes.client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})
+    ).json()["session_id"]
+    holder = two_nodes.holder.services
+
+    await two_nodes.edge.services.rig_owner.unpair(two_nodes.holder.account_id, two_nodes.rig_id)
+
+    ended = await two_nodes.edge.services.sessions.get(two_nodes.holder.account_id, session_id)
+    assert ended.ended_reason == "unpaired"
+    await Stack.wait_until(lambda: not holder.registry.is_online(two_nodes.rig_id))
+    await Stack.wait_until(lambda: holder.sessions.live.get(session_id) is None)

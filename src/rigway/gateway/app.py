@@ -62,7 +62,7 @@ from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
-from rigway.gateway.notices import API_KEY_FORGOTTEN, SESSION_ENDED, notices_for
+from rigway.gateway.notices import API_KEY_FORGOTTEN, RIG_UNPAIRED, SESSION_ENDED, notices_for
 from rigway.gateway.observability import GatewayMetrics, RequestMetricsMiddleware, count_metrics
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
@@ -155,6 +155,16 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     desktop = DesktopService(sessions, registry, settings, frames, recorder)
     takeover = TakeoverService(sessions, desktop, stream, settings, clock)
     sessions.on_session_ended.append(takeover.on_session_ended)
+    rig_owner = RigOwnerActions(
+        rigs,
+        sessions,
+        registry,
+        wake_broadcast=settings.wake_broadcast,
+        host_timeout_s=settings.host_timeout_s,
+    )
+    # A rig unpaired on one node loses its link on the node holding it.
+    rig_owner.on_unpaired = lambda rig_id: notices.publish(RIG_UNPAIRED, {"rig_id": rig_id})
+    notices.on(RIG_UNPAIRED, rig_owner.note_unpaired)
     return Services(
         settings=settings,
         clock=clock,
@@ -181,13 +191,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
             max_per_account=settings.webhook_max_per_account,
         ),
         webhook_dispatcher=dispatcher,
-        rig_owner=RigOwnerActions(
-            rigs,
-            sessions,
-            registry,
-            wake_broadcast=settings.wake_broadcast,
-            host_timeout_s=settings.host_timeout_s,
-        ),
+        rig_owner=rig_owner,
         stream=stream,
         notices=notices,
         ownership=ownership,

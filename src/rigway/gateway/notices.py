@@ -25,6 +25,7 @@ CHANNEL = "rigway:notices"
 API_KEY_FORGOTTEN = "api_key/forgotten"  # body: {"prefix"}: drop it from the key cache
 # body: {"session_id", "rig_id", "reason"}: the node holding the rig restores its host
 SESSION_ENDED = "session/ended"
+RIG_UNPAIRED = "rig/unpaired"  # body: {"rig_id"}: the node holding its link closes it
 # Reconnect delays after Redis drops: quick at first, then every few seconds.
 _RETRY_DELAYS_S = (0.1, 0.5, 1.0, 2.0, 5.0)
 

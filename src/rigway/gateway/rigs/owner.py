@@ -4,7 +4,10 @@ host links close), so they live here rather than in `RigService`."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from rigway.gateway.errors import Conflict, HostError
 from rigway.gateway.hostlink.connection import HostOpError, HostTimeoutError, HostUnavailableError
@@ -34,6 +37,9 @@ class RigOwnerActions:
         self._registry = registry
         self._wake_broadcast = wake_broadcast
         self._host_timeout_s = host_timeout_s
+        # Told each rig unpaired here: the node holding its link closes it.
+        self.on_unpaired: Callable[[str], None] = lambda rig_id: None
+        self._closing: set[asyncio.Future[None]] = set()
 
     async def update(
         self,
@@ -70,10 +76,24 @@ class RigOwnerActions:
         # session ends while the host is still connected (its safety restore runs now).
         rig = await self._rigs.unpair(account_id, rig_id)
         live = self._sessions.live.for_rig(rig_id)
-        if live is not None:
-            await self._sessions.end(live.id, "unpaired")
-        await self._registry.disconnect(rig_id, UNPAIRED_CLOSE_CODE, "unpaired")
+        # Served by another node, the session is still the store's to end (the holder
+        # restores the rig when it hears of it).
+        session_id = live.id if live is not None else await self._sessions.active_on(rig_id)
+        if session_id is not None:
+            await self._sessions.end(session_id, "unpaired")
+        await self.disconnect_unpaired(rig_id)
+        self.on_unpaired(rig_id)
         return self._rigs.view(rig)
+
+    def note_unpaired(self, notice: dict[str, Any]) -> None:
+        """Another node unpaired a rig (notice): close its link if it is here."""
+        task = asyncio.ensure_future(self.disconnect_unpaired(str(notice.get("rig_id"))))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def disconnect_unpaired(self, rig_id: str) -> None:
+        """Close the rig's link, if this node holds it: its token is revoked."""
+        await self._registry.disconnect(rig_id, UNPAIRED_CLOSE_CODE, "unpaired")
 
     async def wake(self, account_id: str, rig_id: str) -> WakeOut:
         rig = await self._rigs.get(account_id, rig_id)

@@ -250,6 +250,12 @@ class SessionService:
             raise RigBusy(await self._active_session_on(request.rig_id)) from exc
         return row, rig.owner_idle_s
 
+    async def active_on(self, rig_id: str) -> str | None:
+        """The id of the rig's active session in the store, on whichever node it lives."""
+        async with self._db_sessions() as db:
+            active = await repository.active_on_rig(db, rig_id)
+        return None if active is None else active.id
+
     async def _active_session_on(self, rig_id: str) -> str | None:
         """The id of the rig's active session, read after the refused insert rolled back
         (None when that session ended in between)."""
