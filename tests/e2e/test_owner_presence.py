@@ -97,6 +97,7 @@ async def test_observe_and_screenshot_keep_working_and_show_it(stack: Stack) -> 
         await stack.client.get(f"/v1/sessions/{session_id}/observe", params={"image": 0})
     )
     assert observed["owner_active"] is True
+    assert observed["text"]["summary"].startswith("owner at the rig: input is refused")
     shot = await stack.client.get(f"/v1/sessions/{session_id}/screenshot")
     assert shot.status_code == 200, shot.text
 

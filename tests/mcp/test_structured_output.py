@@ -59,6 +59,7 @@ async def test_acting_without_observe_is_structured_as_not_observed(tools: RigTo
         "done": "pressed tab; the screen settled after 120 ms",
         "observed": False,
         "desktop_state": None,
+        "owner_active": False,
         "geometry": None,
         "targets": [],
         "truncated": False,

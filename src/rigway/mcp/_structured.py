@@ -51,6 +51,10 @@ class Observation(BaseModel):
     desktop_state: str | None = Field(
         default=None, description="normal, locked, secure_desktop, screensaver, …"
     )
+    owner_active: bool = Field(
+        default=False,
+        description="True: the rig's owner uses its keyboard or mouse; input waits for them.",
+    )
     geometry: Geometry | None = None
     targets: list[ObservedTarget] = Field(default_factory=list)
     truncated: bool = Field(default=False, description="True: the target list is partial.")
@@ -91,6 +95,7 @@ def observation_of(result: ObserveResult | None, done: str | None = None) -> Obs
     return Observation(
         done=done,
         desktop_state=result.desktop_state,
+        owner_active=result.owner_active,
         geometry=_geometry(result),
         targets=targets,
         truncated=result.truncated,

@@ -521,6 +521,10 @@ def _text_lines(targets: list[TargetOut]) -> list[str]:
     return lines
 
 
+# Said first, as a lock is: a model reading only the text must wait, not type.
+_OWNER_ACTIVE_SUMMARY = "owner at the rig: input is refused until they rest; "
+
+
 def _summary(
     snapshot: ops.TargetSnapshot | None, targets: list[TargetOut], state: ops.DesktopState
 ) -> str:
@@ -584,7 +588,8 @@ def _observe_result(
             window_title=snapshot.window_title if snapshot is not None else "",
             window_role=snapshot.window_role if snapshot is not None else "",
             targets=_text_lines(targets),
-            summary=_summary(snapshot, targets, desktop_state),
+            summary=(_OWNER_ACTIVE_SUMMARY if owner_active else "")
+            + _summary(snapshot, targets, desktop_state),
         ),
         marked=marked,
         marks=_marks(shot_leg),
