@@ -249,6 +249,26 @@ async def test_a_locked_desktop_is_told_before_the_owner(rig: Rig) -> None:
     assert (await rig.refusal(events=CLICK)).code == ops.ERROR_DESKTOP_UNAVAILABLE
 
 
+async def test_owner_starting_mid_batch_stops_it_before_the_next_event(rig: Rig) -> None:
+    owner_moves = {"type": "mouse_move", "x": 7, "y": 7}
+    events = [{"type": "type_text", "text": "hi"}, owner_moves, {"type": "key_press", "key": "a"}]
+
+    def owner_types_along(text: str) -> None:
+        # The owner touches the rig while the first event runs.
+        rig.desktop.calls.append(("type", text))
+        rig.desktop.local_input_at = rig.clock.now
+
+    rig.desktop.type_text = owner_types_along  # type: ignore[method-assign]
+    refusal = await rig.refusal(events=events)
+    assert refusal.code == ops.ERROR_OWNER_ACTIVE
+    assert refusal.detail.startswith("event 1 (mouse_move): the rig's owner used")
+    assert refusal.body is not None
+    receipts = refusal.body["events"]
+    assert [(r["index"], r["ok"]) for r in receipts] == [(0, True), (1, False)]
+    assert refusal.body["stopped_at"] == 1
+    assert rig.desktop.calls == [("type", "hi")]
+
+
 @pytest.mark.parametrize(("since_s", "active"), [(1.0, True), (6.0, False)])
 async def test_dirty_take_carries_owner_active(rig: Rig, since_s: float, active: bool) -> None:
     rig.desktop.local_input_at = rig.clock.now - since_s

@@ -5,6 +5,7 @@ owner's delay (`rigs.owner_idle_s`). Screens keep working meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -122,6 +123,28 @@ async def test_input_runs_again_after_the_owners_delay(stack: Stack) -> None:
     await stack.wait_until(lambda: stack.services.registry.owner_active(rig_id) is False)
     assert batch_ran(await stack.client.post(url, json=_type())) == 1
     assert sim.field_text("username") == "alice"
+
+
+async def test_owner_starting_mid_batch_stops_it_before_the_next_event(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    sim = stack.sim()
+    # The pause after the first event is when the owner comes in.
+    batch = {
+        "events": [
+            {"type": "type_text", "text": "a", "delay_ms": 2000},
+            {"type": "type_text", "text": "b"},
+        ]
+    }
+    url = f"/v1/sessions/{session_id}/input"
+    sending = asyncio.create_task(stack.client.post(url, json=batch))
+    await stack.wait_until(lambda: sim.field_text("username") == "a")
+    sim.record_local_input()
+    response = await sending
+    assert response.status_code == 409, response.text
+    body = response.json()
+    assert body["error"].startswith("owner_active: event 1 (type_text): the rig's owner used")
+    assert (body["stopped_at"], [r["ok"] for r in body["events"]]) == (1, [True, False])
+    assert sim.field_text("username") == "a"
 
 
 async def test_input_older_than_the_delay_does_not_count(stack: Stack) -> None:

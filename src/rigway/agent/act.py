@@ -22,7 +22,8 @@ an expectation counts as met, and a settle never settles.
 
 Before anything runs, the desktop must be drivable (`require_drivable`, on the input
 worker, as ever), its owner not using it (`require_owner_idle`, likewise: 409
-`owner_active`) and, with `require_unchanged`, the screen must not have changed near
+`owner_active`; an owner who starts during the batch stops it before its next event,
+with the receipts of what ran) and, with `require_unchanged`, the screen must not have changed near
 any point the batch gives as x,y since the caller's frame (`stale_frame`).
 
 Interrupts keep their meaning: the guard's epoch, read when the batch is accepted,
@@ -171,6 +172,10 @@ class ActService:
         raise InputInterruptedError(index)
 
     @property
+    def presence(self) -> OwnerPresence | None:
+        return self._presence
+
+    @property
     def guard(self) -> InputGuard:
         return self._guard
 
@@ -262,6 +267,8 @@ class _BatchRun:
 
     async def run_events(self) -> list[ops.EventReceipt]:
         for index, event in enumerate(self.events):
+            if index > 0:
+                await self._require_owner_idle(event, index)
             point = await self._point_of(event, index)
             mark = await self._mark()
             await self._close_previous()
@@ -306,6 +313,20 @@ class _BatchRun:
         failed = _Ran(index, event.type, self._now_ms(), None, None)
         detail = f"event {index} ({event.type}): target {event.target} is not in the focused window"
         raise self._stop(ops.ERROR_TARGET_GONE, detail, failed, changed=False)
+
+    async def _require_owner_idle(self, event: ops.InputEvent, index: int) -> None:
+        """The owner took the rig's own keyboard or mouse while the batch ran: it stops
+        before its next event (`owner_active`, with the receipts of what ran)."""
+        presence = self.service.presence
+        if presence is None or not presence.is_active():
+            return
+        await self._close_previous()
+        failed = _Ran(index, event.type, self._now_ms(), None, None)
+        detail = (
+            f"event {index} ({event.type}): the rig's owner used its keyboard or mouse; "
+            f"API input resumes after {presence.idle_s:g} s without local input"
+        )
+        raise self._stop(ops.ERROR_OWNER_ACTIVE, detail, failed, changed=False)
 
     async def _run_one(self, event: ops.InputEvent, ran: _Ran) -> None:
         guard = self.service.guard
