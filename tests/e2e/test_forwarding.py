@@ -211,3 +211,11 @@ async def test_a_rig_unpaired_on_the_other_node_loses_its_session_and_link(
     assert ended.ended_reason == "unpaired"
     await Stack.wait_until(lambda: not holder.registry.is_online(two_nodes.rig_id))
     await Stack.wait_until(lambda: holder.sessions.live.get(session_id) is None)
+
+
+async def test_the_other_node_lists_the_rig_online(two_nodes: TwoNodes) -> None:
+    listed = await two_nodes.client.get("/v1/rigs")
+    one = await two_nodes.client.get(f"/v1/rigs/{two_nodes.rig_id}")
+
+    assert [rig["online"] for rig in listed.json()["rigs"]] == [True]
+    assert one.json()["online"] is True

@@ -113,6 +113,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     notices = notices_for(settings.redis_url)
     ownership = ownership_for(settings.redis_url, settings.node_url)
     sessions.holder_url = ownership.holder_url
+    rigs.held_elsewhere = ownership.held_elsewhere
     sessions.on_ended_here = lambda session_id, rig_id, reason: notices.publish(
         SESSION_ENDED, {"session_id": session_id, "rig_id": rig_id, "reason": reason}
     )

@@ -67,6 +67,10 @@ class RigOwnership(Protocol):
         live node holds it (this node, or nobody)."""
         ...
 
+    async def held_elsewhere(self, rig_ids: list[str]) -> set[str]:
+        """Those of `rig_ids` whose link another live node holds (one round trip)."""
+        ...
+
 
 class SingleNode:
     """One node: every link it holds is its own, and there is no other node."""
@@ -93,6 +97,9 @@ class SingleNode:
 
     async def holder_url(self, rig_id: str) -> str | None:
         return None
+
+    async def held_elsewhere(self, rig_ids: list[str]) -> set[str]:
+        return set()
 
 
 class RedisOwnership:
@@ -154,6 +161,19 @@ class RedisOwnership:
             _log.warning("could not look up the node holding %s: %s", rig_id, exc)
             return None
         return url if isinstance(url, str) else None
+
+    async def held_elsewhere(self, rig_ids: list[str]) -> set[str]:
+        if not rig_ids:
+            return set()
+        try:
+            holders = await self._client.mget([_RIG_KEY.format(rig_id) for rig_id in rig_ids])
+            others = sorted({h for h in holders if h is not None and h != self.node_id})
+            alive = await self._client.mget([_NODE_KEY.format(node) for node in others])
+        except Exception as exc:
+            _log.warning("could not look up which nodes hold the rigs: %s", exc)
+            return set()
+        live_nodes = {node for node, url in zip(others, alive, strict=True) if url is not None}
+        return {rig for rig, holder in zip(rig_ids, holders, strict=True) if holder in live_nodes}
 
     async def _register_node(self) -> None:
         await self._client.set(_NODE_KEY.format(self.node_id), self._node_url, ex=LEASE_S)

@@ -45,7 +45,7 @@ async def get_rig(request: Request, rig_id: RigId, caller: ApiCaller) -> RigOut:
     """One rig of the account (scope `rigs:read`); another account's is 404."""
     caller.require("rigs:read")
     rigs = services_of(request).rigs
-    return rigs.view(await rigs.get(caller.account_id, rig_id))
+    return await rigs.view_anywhere(await rigs.get(caller.account_id, rig_id))
 
 
 @router.post(

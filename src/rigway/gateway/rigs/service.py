@@ -6,7 +6,7 @@ import builtins
 import hashlib
 import hmac
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -74,12 +74,16 @@ class RigService:
         self._desktop_state_of = desktop_state_of
         self._displays_of = displays_of
         self._pairing_code_ttl_s = pairing_code_ttl_s
+        # Of these rigs, those whose link another node of the service holds.
+        self.held_elsewhere: Callable[[list[str]], Awaitable[set[str]]] = _held_nowhere_else
 
-    def view(self, rig: Rig) -> RigOut:
+    def view(self, rig: Rig, *, is_held_elsewhere: bool = False) -> RigOut:
+        """The rig as this node sees it; `is_held_elsewhere`: online on another node
+        (whose link state, desktop state and displays this node does not have)."""
         return RigOut(
             id=rig.id,
             name=rig.name,
-            online=self._is_online(rig.id),
+            online=is_held_elsewhere or self._is_online(rig.id),
             gpu=rig.gpu,
             os=rig.os,
             api_access_enabled=rig.api_access_enabled,
@@ -98,7 +102,14 @@ class RigService:
     async def list(self, account_id: str) -> list[RigOut]:
         async with self._db_sessions() as db:
             rigs = await repository.list_for_account(db, account_id)
-        return [self.view(rig) for rig in rigs]
+        elsewhere = await self.held_elsewhere([r.id for r in rigs if not self._is_online(r.id)])
+        return [self.view(rig, is_held_elsewhere=rig.id in elsewhere) for rig in rigs]
+
+    async def view_anywhere(self, rig: Rig) -> RigOut:
+        """`view`, online when any node of the service holds the rig's link."""
+        if self._is_online(rig.id):
+            return self.view(rig)
+        return self.view(rig, is_held_elsewhere=bool(await self.held_elsewhere([rig.id])))
 
     async def get(self, account_id: str, rig_id: str) -> Rig:
         async with self._db_sessions() as db:
@@ -221,3 +232,7 @@ class RigService:
                 raise rig_not_found()
             rig.api_access_enabled = enabled
         return rig
+
+
+async def _held_nowhere_else(rig_ids: list[str]) -> set[str]:
+    return set()
