@@ -114,3 +114,16 @@ async def test_a_silent_gateway_is_left_and_dialled_again(gateway: FakeGateway) 
 
     assert first.ws.close_code == 1011
     assert second.hello.open_session_ids == []
+
+
+async def test_an_undecodable_frame_closes_the_link_with_1007_and_it_is_dialled_again(
+    gateway: FakeGateway,
+) -> None:
+    async with swarm_of_one(gateway):
+        first = await gateway.next_connection()
+        await first.ws.send(b"\x00")
+        async with asyncio.timeout(10):
+            await first.closed.wait()
+        await gateway.next_connection()
+
+    assert first.ws.close_code == 1007

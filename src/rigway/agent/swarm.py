@@ -44,7 +44,7 @@ from typing import Any, Final
 import numpy as np
 import simplejpeg
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from rigway import event_loop
 from rigway.agent.link import (
@@ -259,7 +259,7 @@ class SwarmRig:
             except ConnectionClosed as exc:
                 # Closed before the welcome: how a gateway refuses a token (4401).
                 close_code = None if exc.rcvd is None else exc.rcvd.code
-            except (OSError, TimeoutError, FramingError, ValueError) as exc:
+            except (OSError, TimeoutError, FramingError, ValueError, WebSocketException) as exc:
                 _log.debug("swarm rig link to %s failed: %s", self._urls[self._url_index], exc)
                 close_code = None
             if close_code in _FATAL_CLOSES:
@@ -307,6 +307,8 @@ class SwarmRig:
         finally:
             self._ws = None
             self._set_linked(False)
+            # A frame that could not be read ends the link here too (no-op once closed).
+            await ws.close(1007 if ws.close_code is None else 1000)
         return ws.close_code
 
     def _set_linked(self, linked: bool) -> None:
