@@ -47,7 +47,6 @@ from typing import Any, cast
 
 import httptools
 import uvicorn
-from uvicorn.config import LOGGING_CONFIG
 
 from rigway.gateway.settings import GatewaySettings
 
@@ -331,6 +330,9 @@ def server_config(
     `log_level` is uvicorn's (debug, info, warning, error): at info and below it logs
     one access line per request. `configure_logging=False` leaves the handlers and
     formats of uvicorn's loggers to the caller (JSON logs), setting only their level."""
+    # uvicorn's own logging set-up unless the caller configures logging itself (its
+    # `log_config=None` leaves handlers and formats alone, setting only the levels).
+    logging_options: dict[str, Any] = {} if configure_logging else {"log_config": None}
     config = uvicorn.Config(
         app,
         host=host,
@@ -346,7 +348,7 @@ def server_config(
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=list(settings.trusted_proxies),
         log_level=log_level,
-        log_config=LOGGING_CONFIG if configure_logging else None,
+        **logging_options,
         lifespan="on",
     )
     config.load()
