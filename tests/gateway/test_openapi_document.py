@@ -124,6 +124,7 @@ def test_screenshot_declares_its_jpeg_body_and_headers(schema: dict[str, Any]) -
         "X-Screenshot-Height",
         "X-Screenshot-Native-Width",
         "X-Screenshot-Native-Height",
+        "X-App-Window",
         "Server-Timing",
     }
 
