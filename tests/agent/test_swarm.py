@@ -127,3 +127,18 @@ async def test_an_undecodable_frame_closes_the_link_with_1007_and_it_is_dialled_
         await gateway.next_connection()
 
     assert first.ws.close_code == 1007
+
+
+async def test_rigs_start_spread_over_the_nodes(gateway: FakeGateway) -> None:
+    async with FakeGateway().running() as other:
+        swarm = RigSwarm([gateway.url, other.url], [RIG_TOKEN, RIG_TOKEN])
+        running = asyncio.create_task(swarm.run())
+        try:
+            on_first = await gateway.next_connection()
+            on_second = await other.next_connection()
+        finally:
+            swarm.stop()
+            async with asyncio.timeout(10):
+                await running
+
+    assert on_first.hello.backend == on_second.hello.backend == "swarm"

@@ -205,12 +205,14 @@ class SwarmRig:
         dial_slots: asyncio.Semaphore | None = None,
         on_link_change: Callable[[bool], None] | None = None,
         rng: random.Random | None = None,
+        first_url: int = 0,
     ) -> None:
-        """`urls`: each node's `ws(s)://…/v1/agent/connect`, tried in turn."""
+        """`urls`: each node's `ws(s)://…/v1/agent/connect`, tried in turn from the one
+        at index `first_url`."""
         if not urls:
             raise ValueError("no gateway URL")
         self._urls = list(urls)
-        self._url_index = 0
+        self._url_index = first_url % len(self._urls)
         self._token = rig_token
         self._answers = answers
         self._heartbeat_interval_s = heartbeat_interval_s
@@ -449,8 +451,10 @@ class RigSwarm:
                 backoff_max_s=backoff_max_s,
                 dial_slots=dial_slots,
                 on_link_change=self._notify,
+                # Spread over the nodes, as agents behind a load balancer would be.
+                first_url=index,
             )
-            for token in rig_tokens
+            for index, token in enumerate(rig_tokens)
         ]
 
     @property
