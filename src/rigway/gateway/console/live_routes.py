@@ -26,7 +26,7 @@ from rigway.gateway.errors import NotFound, ServiceUnavailable, SessionEnded
 from rigway.gateway.rigs.schemas import RigOut
 from rigway.gateway.services import Services, services_of
 from rigway.gateway.sessions.live import LiveSession
-from rigway.gateway.stream.routes import public_base
+from rigway.gateway.stream.link_page import public_base
 
 router = APIRouter(route_class=ConsoleRoute)
 

@@ -31,6 +31,8 @@ __all__ = [
     "StreamCredentialsOut",
     "StreamService",
     "ViewerHandle",
+    "redeem_token",
+    "websocket_url",
 ]
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,26 @@ class Refused(Exception):
         super().__init__(reason)
         self.reason = reason
         self.code = CLOSE_CODES[reason]
+
+
+def redeem_token(
+    tokens: ViewerTokens, live: LiveSessions, token: str | None, session_hint: str | None
+) -> LiveSession:
+    """Use up a one-time link's token and return the live session it names, or raise
+    `Refused`: a missing, expired or used token, another session's id beside it, or a
+    session that ended (or moved to another rig) since the token was issued."""
+    if not token:
+        raise Refused("invalid_token")
+    try:
+        claims = tokens.consume(token)
+    except TokenRejectedError as exc:
+        raise Refused(exc.reason) from exc
+    if session_hint is not None and session_hint != claims.session_id:
+        raise Refused("token_session_mismatch")
+    session = live.get(claims.session_id)
+    if session is None or session.rig_id != claims.rig_id:
+        raise Refused("session_ended")
+    return session
 
 
 class StreamCredentialsOut(BaseModel):
@@ -154,17 +176,7 @@ class StreamService:
 
         Synchronous on purpose: the caller registers the viewer right after, with no
         await in between (see the module docstring)."""
-        if not token:
-            raise Refused("invalid_token")
-        try:
-            claims = self.tokens.consume(token)
-        except TokenRejectedError as exc:
-            raise Refused(exc.reason) from exc
-        if session_hint is not None and session_hint != claims.session_id:
-            raise Refused("token_session_mismatch")
-        live = self._live.get(claims.session_id)
-        if live is None or live.rig_id != claims.rig_id:
-            raise Refused("session_ended")
+        live = redeem_token(self.tokens, self._live, token, session_hint)
         if len(self._viewers.get(live.id, {})) >= MAX_VIEWERS_PER_SESSION:
             raise Refused("too_many_viewers")
         return live
@@ -208,6 +220,11 @@ class StreamService:
 
 def signaling_url_for(http_base: str) -> str:
     """`https://gw.example` → `wss://gw.example/v1/stream/signal`."""
+    return websocket_url(http_base, "/v1/stream/signal")
+
+
+def websocket_url(http_base: str, path: str) -> str:
+    """`https://gw.example`, `/p` → `wss://gw.example/p` (http → ws)."""
     scheme, sep, rest = http_base.partition("://")
     ws_scheme = {"https": "wss", "http": "ws"}.get(scheme.lower(), scheme)
-    return f"{ws_scheme}{sep}{rest}/v1/stream/signal"
+    return f"{ws_scheme}{sep}{rest}{path}"

@@ -11,22 +11,18 @@ The owner's console takes and hands back control through its own routes
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 from fastapi import APIRouter, Request, WebSocket
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
-from rigway.gateway.static_files import StaticFiles
-from rigway.gateway.stream.routes import public_base
+from rigway.gateway.stream.link_page import LinkPage, public_base
 from rigway.gateway.stream.service import Refused
-from rigway.gateway.stream.tokens import TokenRejectedError
 from rigway.gateway.takeover.channel import TakeoverChannel
 from rigway.gateway.takeover.schemas import TakeoverOut
 from rigway.gateway.takeover.service import signaling_url_for
@@ -36,23 +32,14 @@ __all__ = ["router"]
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"])
 
-_PACKAGE = Path(__file__).parent
-_PAGES = Environment(
-    loader=FileSystemLoader(_PACKAGE / "templates"),
-    autoescape=True,
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
+_PAGE = LinkPage(
+    Path(__file__).parent,
+    template="take.html",
+    static_prefix="/v1/takeover/static",
+    title="Take control",
+    link_name="takeover",
+    signaling_url_for=signaling_url_for,
 )
-_REFUSALS = {
-    "invalid_token": "This takeover link is not valid.",
-    "token_expired": "This takeover link has expired: ask for a new one.",
-    "token_used": "This takeover link was already used: ask for a new one.",
-}
-
-
-_STATIC = StaticFiles(_PACKAGE / "static", "/v1/takeover/static")
-_PAGES.globals["static_url"] = _STATIC.url
 
 
 @router.post(
@@ -93,57 +80,9 @@ async def signal(
 
 @router.get("/v1/takeover/view", include_in_schema=False)
 async def view(request: Request, token: str = "") -> Response:
-    services = services_of(request)
-    try:
-        claims = services.takeover.tokens.verify(token)
-    except TokenRejectedError as exc:
-        return _page(401, message=_REFUSALS.get(exc.reason, _REFUSALS["invalid_token"]))
-    live = services.sessions.live.get(claims.session_id)
-    if live is None:
-        return _page(410, message="The session has ended.")
-    base = public_base(request, services.settings)
-    config: dict[str, object] = {
-        "signaling_url": signaling_url_for(base),
-        "session_id": claims.session_id,
-        "ice_servers": [
-            s.model_dump(exclude_none=True) for s in services.settings.stream_ice_servers
-        ],
-    }
-    return _page(200, config=config, connect_src=signaling_url_for(base))
+    return _PAGE.for_token(request, services_of(request).takeover.tokens, token)
 
 
 @router.get("/v1/takeover/static/{name}", include_in_schema=False)
 async def static_file(name: str) -> Response:
-    return _STATIC.response(name)
-
-
-def _page(
-    status: int,
-    *,
-    message: str = "",
-    config: dict[str, object] | None = None,
-    connect_src: str = "",
-) -> HTMLResponse:
-    html = _PAGES.get_template("take.html").render(
-        title="Take control" if config else "Not available",
-        subtitle=f"session {config['session_id']}" if config else "",
-        message=message,
-        # In an attribute, where autoescape is exactly right for JSON text.
-        config_json=json.dumps(config) if config else "",
-    )
-    return HTMLResponse(html, status_code=status, headers=_page_headers(connect_src))
-
-
-def _page_headers(connect_src: str) -> dict[str, str]:
-    # The token sits in the URL: never cached, never sent on as a referrer, never framed.
-    return {
-        "Cache-Control": "no-store",
-        "Referrer-Policy": "no-referrer",
-        "X-Frame-Options": "DENY",
-        "X-Content-Type-Options": "nosniff",
-        "Content-Security-Policy": (
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            f"media-src 'self' blob: mediastream:; connect-src 'self' {connect_src}; "
-            "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-        ),
-    }
+    return _PAGE.static.response(name)

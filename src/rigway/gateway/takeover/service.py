@@ -22,8 +22,14 @@ from rigway.gateway.errors import ApiError, human_in_control
 from rigway.gateway.sessions.live import LiveSession
 from rigway.gateway.sessions.service import SessionService
 from rigway.gateway.settings import GatewaySettings
-from rigway.gateway.stream.service import MAX_VIEWERS_PER_SESSION, Refused, StreamService
-from rigway.gateway.stream.tokens import TokenRejectedError, ViewerTokens
+from rigway.gateway.stream.service import (
+    MAX_VIEWERS_PER_SESSION,
+    Refused,
+    StreamService,
+    redeem_token,
+    websocket_url,
+)
+from rigway.gateway.stream.tokens import ViewerTokens
 from rigway.gateway.takeover.events import HeldInput
 from rigway.gateway.takeover.schemas import TakeoverOut
 from rigway.protocol import ops
@@ -101,17 +107,7 @@ class TakeoverService:
     def admit(self, token: str | None, session_hint: str | None) -> LiveSession:
         """Consume the token and return its live session, or raise `Refused`.
         Synchronous: the caller claims right after (`claim`), with no await between."""
-        if not token:
-            raise Refused("invalid_token")
-        try:
-            claims = self.tokens.consume(token)
-        except TokenRejectedError as exc:
-            raise Refused(exc.reason) from exc
-        if session_hint is not None and session_hint != claims.session_id:
-            raise Refused("token_session_mismatch")
-        live = self._live.get(claims.session_id)
-        if live is None or live.rig_id != claims.rig_id:
-            raise Refused("session_ended")
+        live = redeem_token(self.tokens, self._live, token, session_hint)
         if self.is_claimed(live.id):
             raise Refused("human_in_control")
         if self.stream.viewer_count(live.id) >= MAX_VIEWERS_PER_SESSION:
@@ -215,6 +211,4 @@ class TakeoverService:
 
 def signaling_url_for(http_base: str) -> str:
     """`https://gw.example` → `wss://gw.example/v1/takeover/signal`."""
-    scheme, sep, rest = http_base.partition("://")
-    ws_scheme = {"https": "wss", "http": "ws"}.get(scheme.lower(), scheme)
-    return f"{ws_scheme}{sep}{rest}/v1/takeover/signal"
+    return websocket_url(http_base, "/v1/takeover/signal")
