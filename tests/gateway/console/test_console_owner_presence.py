@@ -3,33 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
 from rigway.gateway.console.live import OWNER_ACTIVE_WORDS
-from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
-from tests.gateway.console.pages import ConsolePages, add_owner
+from tests.e2e.harness import Stack
+from tests.gateway.console.pages import ConsolePages
 
 pytestmark = pytest.mark.postgres
-
-OWNER = "owner@example.com"
-
-
-@pytest.fixture
-async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state", database_url, reaper_interval_s=3600, agent_settings=QUICK_AGENT
-    ) as running:
-        await add_owner(running, OWNER)
-        yield running
-
-
-@pytest.fixture
-async def owner(stack: Stack) -> AsyncIterator[ConsolePages]:
-    async with ConsolePages(stack) as pages:
-        yield await pages.signed_in(OWNER)
 
 
 async def test_an_idle_owner_shows_nothing(stack: Stack, owner: ConsolePages) -> None:

@@ -6,7 +6,6 @@ pages poll, key scopes, and the words every page uses for the API's codes."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import get_args
@@ -21,28 +20,12 @@ from rigway.gateway.db.models import Session
 from rigway.gateway.ids import new_id
 from rigway.gateway.sessions.schemas import EndReason, SessionStatus
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
-from tests.gateway.console.pages import ConsolePages, add_owner
+from tests.gateway.console.pages import OWNER, ConsolePages, add_owner
 from tests.support.log_records import log_records
 
 pytestmark = pytest.mark.postgres
 
-OWNER = "owner@example.com"
 INTRUDER = "intruder@example.com"
-
-
-@pytest.fixture
-async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state", database_url, reaper_interval_s=3600, agent_settings=QUICK_AGENT
-    ) as running:
-        await add_owner(running, OWNER)
-        yield running
-
-
-@pytest.fixture
-async def owner(stack: Stack) -> AsyncIterator[ConsolePages]:
-    async with ConsolePages(stack) as pages:
-        yield await pages.signed_in(OWNER)
 
 
 async def _add_ended_session(

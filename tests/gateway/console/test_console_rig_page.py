@@ -6,8 +6,6 @@ tenant isolation), and session create obeying what the form saved."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,29 +14,13 @@ from rigway.gateway.console import repository
 from rigway.gateway.console.history import key_label
 from rigway.gateway.console.wording import CONTROL_WORDS, END_REASON_WORDS, SESSION_MODE_WORDS
 from rigway.gateway.db.models import Rig
-from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
+from tests.e2e.harness import Stack
 from tests.gateway.console.pages import ConsolePages, add_owner
 
 pytestmark = pytest.mark.postgres
 
-OWNER = "owner@example.com"
 INTRUDER = "intruder@example.com"
 LONG_SLEEP = {"path": "sleep", "args": ["300"]}
-
-
-@pytest.fixture
-async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state", database_url, reaper_interval_s=3600, agent_settings=QUICK_AGENT
-    ) as running:
-        await add_owner(running, OWNER)
-        yield running
-
-
-@pytest.fixture
-async def owner(stack: Stack) -> AsyncIterator[ConsolePages]:
-    async with ConsolePages(stack) as pages:
-        yield await pages.signed_in(OWNER)
 
 
 @pytest.fixture
