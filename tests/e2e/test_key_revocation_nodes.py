@@ -14,7 +14,6 @@ import httpx2
 import pytest
 from sqlalchemy.engine import make_url
 
-from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.notices import RedisNotices
 from tests.e2e.harness import Stack, running_stack
 from tests.support.tcp_proxy import CuttableProxy
@@ -42,6 +41,13 @@ async def _refused_within(client: httpx2.AsyncClient, key: str, timeout_s: float
             assert answer.status_code == 200, answer.text
 
 
+async def _key_made_before_node_b(node_a: Stack) -> tuple[str, str]:
+    """Node A's own key (id, secret), made as A started: before node B subscribed, so
+    the notice of its creation cannot reach B later and empty B's cache by itself."""
+    [key] = await node_a.services.keys.list(node_a.account_id)
+    return key.id, node_a.api_key
+
+
 @pytest.fixture
 async def redis_proxy() -> AsyncIterator[CuttableProxy]:
     url = make_url(REDIS_URL.replace("redis://", "postgresql://", 1))  # host and port only
@@ -63,15 +69,13 @@ async def test_a_key_revoked_on_one_node_is_refused_by_another_within_a_second(
         )
         await _subscribed(node_a)
         await _subscribed(node_b)
-        key = await node_a.services.keys.create(node_a.account_id, CreateKeyIn(name="shared"))
-        on_b = await node_b.client.get(
-            "/v1/rigs", headers={"Authorization": f"Bearer {key.secret}"}
-        )
+        key_id, secret = await _key_made_before_node_b(node_a)
+        on_b = await node_b.client.get("/v1/rigs", headers={"Authorization": f"Bearer {secret}"})
         assert on_b.status_code == 200  # node B now holds the key in its cache
 
-        await node_a.services.keys.revoke(node_a.account_id, key.id)
+        await node_a.services.keys.revoke(node_a.account_id, key_id)
 
-        await _refused_within(node_b.client, key.secret, REVOCATION_SEEN_WITHIN_S)
+        await _refused_within(node_b.client, secret, REVOCATION_SEEN_WITHIN_S)
 
 
 async def test_a_node_that_missed_notices_flushes_its_key_cache_when_it_resubscribes(
@@ -90,10 +94,8 @@ async def test_a_node_that_missed_notices_flushes_its_key_cache_when_it_resubscr
             )
         )
         await _subscribed(node_b)
-        key = await node_a.services.keys.create(node_a.account_id, CreateKeyIn(name="shared"))
-        on_b = await node_b.client.get(
-            "/v1/rigs", headers={"Authorization": f"Bearer {key.secret}"}
-        )
+        key_id, secret = await _key_made_before_node_b(node_a)
+        on_b = await node_b.client.get("/v1/rigs", headers={"Authorization": f"Bearer {secret}"})
         assert on_b.status_code == 200
 
         notices_b = node_b.services.notices
@@ -102,15 +104,13 @@ async def test_a_node_that_missed_notices_flushes_its_key_cache_when_it_resubscr
         async with asyncio.timeout(10):
             while notices_b.subscribed.is_set():
                 await asyncio.sleep(0.01)
-        await node_a.services.keys.revoke(node_a.account_id, key.id)  # B misses this
+        await node_a.services.keys.revoke(node_a.account_id, key_id)  # B misses this
         still_cached = await node_b.client.get(
-            "/v1/rigs", headers={"Authorization": f"Bearer {key.secret}"}
+            "/v1/rigs", headers={"Authorization": f"Bearer {secret}"}
         )
         await redis_proxy.start()
         await _subscribed(node_b)
 
-        refused = await node_b.client.get(
-            "/v1/rigs", headers={"Authorization": f"Bearer {key.secret}"}
-        )
+        refused = await node_b.client.get("/v1/rigs", headers={"Authorization": f"Bearer {secret}"})
     assert still_cached.status_code == 200  # the notice was lost: the cache still said yes
     assert refused.status_code == 401
