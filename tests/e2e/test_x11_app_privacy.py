@@ -4,15 +4,18 @@ test as the rig's owner would, moved over the first and stacked above it.
 
 The other app is painted magenta by its own GTK style sheet, a colour nothing else on
 this desktop has. The X server's own image of the screen shows it over the session's
-app; every screenshot and observe the session gets must show black there, and no
-magenta pixel anywhere. Its window must be out of reach too: a click on it and keys
-while it has the focus are refused, and the walk of it is not the session's to see.
+app; every screenshot and observe the session gets, and every frame its recording
+keeps, must show black there, and no magenta pixel anywhere. Its window must be out of
+reach too: a click on it and keys while it has the focus are refused, and the walk of
+it is not the session's to see.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import io
+import zipfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +81,7 @@ async def rig(
         tmp_path / "state", database_url, rigs=0, reaper_interval_s=3600, agent_settings=QUICK_AGENT
     ) as stack:
         await stack.add_agent(x11_backend, apps=tracker)
-        session_id = await stack.start_session(mode="app")
+        session_id = await stack.start_session(mode="app", record=True)
         try:
             yield PrivacyRig(stack.client, session_id, x_desktop, x11_backend)
         finally:
@@ -268,4 +271,12 @@ async def test_another_apps_pixels_never_reach_an_app_session(
     # Keys would go to the other app, which has the focus.
     assert typed.status_code == 400
     assert "keyboard focus" in typed.json()["error"]
+    # Nor does the session's recording keep any of the other app's pixels.
+    recording = await rig.get("/recording")
+    assert recording.status_code == 200, recording.text
+    with zipfile.ZipFile(io.BytesIO(recording.content)) as archive:
+        frames = [archive.read(n) for n in archive.namelist() if n.endswith(".jpg")]
+    assert len(frames) >= 3  # the screenshot, the observe and the region
+    for frame in frames:
+        assert int(_is_magenta(_decoded(frame)).sum()) == 0
     assert session["app_window"] == window
