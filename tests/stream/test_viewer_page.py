@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 from websockets.asyncio.client import connect
 
@@ -39,7 +40,10 @@ async def test_the_page_looks_at_its_token_without_using_it(stream_stack: Stack)
     assert config["signaling_url"] == connect_url.split("?")[0]
     assert config["ice_servers"] == []
     script = await stream_stack.client.get("/v1/stream/static/viewer.js")
-    assert "setCodecPreferences" in script.text
+    assert "rigwayPeer" in script.text
+    peer = re.search(r'<script src="(/v1/stream/static/peer\.js\?v=[0-9a-f]+)"', page.text)
+    assert peer is not None
+    assert "setCodecPreferences" in (await stream_stack.client.get(peer.group(1))).text
 
     async with connect(connect_url, compression=None):
         pass

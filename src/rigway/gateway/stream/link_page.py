@@ -23,6 +23,10 @@ from rigway.gateway.stream.tokens import TokenRejectedError, ViewerClaims, Viewe
 
 __all__ = ["LinkPage", "public_base"]
 
+# The live video's script (peer.js), which both pages load before their own; it is
+# served with the live view's assets.
+_VIDEO_ASSETS = StaticFiles(Path(__file__).parent / "static", "/v1/stream/static")
+
 
 def public_base(request: Request, settings: GatewaySettings) -> str:
     """The configured public base URL when one was set, else the request's own."""
@@ -54,6 +58,7 @@ class LinkPage:
             lstrip_blocks=True,
         )
         self._pages.globals["static_url"] = self.static.url
+        self._pages.globals["peer_script_url"] = _VIDEO_ASSETS.url("peer.js")
         self._template = template
         self._title = title
         self._signaling_url_for = signaling_url_for

@@ -1,12 +1,10 @@
-// Rigway live view: one RTCPeerConnection that receives the rig's H.264 video.
-// Signaling: the gateway's WebSocket with this page's one-time token (docs/stream.md).
+// Rigway live view: the rig's video (peer.js) with its frame rate and size.
 // window.rigwayViewer exposes the state for people and tests alike.
 "use strict";
 
 (() => {
   const root = document.getElementById("viewer");
   const config = JSON.parse(root.dataset.config);
-  const token = new URLSearchParams(location.search).get("token") || "";
   const video = document.getElementById("video");
   const stateEl = document.getElementById("state");
   const fpsEl = document.getElementById("fps");
@@ -23,53 +21,7 @@
     stateEl.className = kind || "";
   }
 
-  const pc = new RTCPeerConnection({ iceServers: config.ice_servers });
-  const transceiver = pc.addTransceiver("video", { direction: "recvonly" });
-  // H.264 first: the agent encodes H.264 (hardware where it can) and answers with the
-  // first codec of the offer it knows.
-  const capabilities = RTCRtpReceiver.getCapabilities("video");
-  if (capabilities && transceiver.setCodecPreferences) {
-    const isH264 = (c) => c.mimeType.toLowerCase() === "video/h264";
-    transceiver.setCodecPreferences([
-      ...capabilities.codecs.filter(isH264),
-      ...capabilities.codecs.filter((c) => !isH264(c)),
-    ]);
-  }
-  pc.ontrack = (event) => {
-    video.srcObject = event.streams[0] || new MediaStream([event.track]);
-  };
-  pc.onconnectionstatechange = () => {
-    if (status.ended) return;
-    const s = pc.connectionState;
-    show(s, s === "connected" ? "connected" : s === "failed" ? "failed" : "");
-  };
-
-  const query = new URLSearchParams({ token, session_id: config.session_id });
-  const ws = new WebSocket(`${config.signaling_url}?${query}`);
-  const early = [];
-  let offered = false;
-  const send = (message) => {
-    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
-  };
-
-  pc.onicecandidate = (event) => {
-    const c = event.candidate;
-    const message = {
-      type: "candidate",
-      candidate: c ? c.candidate : null,
-      sdpMid: c ? c.sdpMid : null,
-      sdpMLineIndex: c ? c.sdpMLineIndex : null,
-    };
-    if (offered) send(message); else early.push(message);
-  };
-
-  ws.onopen = async () => {
-    show("negotiating");
-    await pc.setLocalDescription(await pc.createOffer());
-    send({ type: "offer", sdp: pc.localDescription.sdp });
-    offered = true;
-    early.splice(0).forEach(send);
-  };
+  const { pc, ws, offered } = window.rigwayPeer(config, video, show, () => status.ended);
 
   ws.onmessage = async (event) => {
     const message = JSON.parse(event.data);
@@ -85,7 +37,7 @@
 
   ws.onclose = (event) => {
     if (status.ended) return;
-    if (event.code >= 4000 || !offered) {
+    if (event.code >= 4000 || !offered()) {
       end(`refused: ${event.reason || event.code}`);
     } else {
       // The media flows peer to peer: it may outlive the signaling socket.

@@ -1,4 +1,4 @@
-// Rigway take control: the live view (one RTCPeerConnection receiving the rig's video)
+// Rigway take control: the live view (peer.js: the rig's video)
 // plus this person's mouse and keyboard, sent on the signaling socket while they hold
 // control, and a button that hands control back (docs/api.md, Human takeover).
 // window.rigwayTakeover exposes the state for people and tests alike.
@@ -7,7 +7,6 @@
 (() => {
   const root = document.getElementById("takeover");
   const config = JSON.parse(root.dataset.config);
-  const token = new URLSearchParams(location.search).get("token") || "";
   const video = document.getElementById("video");
   const stateEl = document.getElementById("state");
   const controlEl = document.getElementById("control");
@@ -35,57 +34,11 @@
 
   // ---- the video (as the live view) ---------------------------------------------------
 
-  const pc = new RTCPeerConnection({ iceServers: config.ice_servers });
-  const transceiver = pc.addTransceiver("video", { direction: "recvonly" });
-  const capabilities = RTCRtpReceiver.getCapabilities("video");
-  if (capabilities && transceiver.setCodecPreferences) {
-    const isH264 = (c) => c.mimeType.toLowerCase() === "video/h264";
-    transceiver.setCodecPreferences([
-      ...capabilities.codecs.filter(isH264),
-      ...capabilities.codecs.filter((c) => !isH264(c)),
-    ]);
-  }
-  pc.ontrack = (event) => {
-    video.srcObject = event.streams[0] || new MediaStream([event.track]);
-  };
-  pc.onconnectionstatechange = () => {
-    if (status.ended) return;
-    const s = pc.connectionState;
-    show(s, s === "connected" ? "connected" : s === "failed" ? "failed" : "");
-  };
+  const { pc, ws, send } = window.rigwayPeer(config, video, show, () => status.ended);
   video.addEventListener("resize", () => {
     status.width = video.videoWidth;
     status.height = video.videoHeight;
   });
-
-  const query = new URLSearchParams({ token, session_id: config.session_id });
-  const ws = new WebSocket(`${config.signaling_url}?${query}`);
-  const early = [];
-  let offered = false;
-  const send = (message) => {
-    if (ws.readyState !== WebSocket.OPEN) return false;
-    ws.send(JSON.stringify(message));
-    return true;
-  };
-
-  pc.onicecandidate = (event) => {
-    const c = event.candidate;
-    const message = {
-      type: "candidate",
-      candidate: c ? c.candidate : null,
-      sdpMid: c ? c.sdpMid : null,
-      sdpMLineIndex: c ? c.sdpMLineIndex : null,
-    };
-    if (offered) send(message); else early.push(message);
-  };
-
-  ws.onopen = async () => {
-    show("negotiating");
-    await pc.setLocalDescription(await pc.createOffer());
-    send({ type: "offer", sdp: pc.localDescription.sdp });
-    offered = true;
-    early.splice(0).forEach(send);
-  };
 
   ws.onmessage = async (event) => {
     const message = JSON.parse(event.data);
