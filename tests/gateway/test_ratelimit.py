@@ -326,3 +326,18 @@ async def test_sign_in_limit_fails_closed_when_the_storage_is_down(clock: FakeCl
         assert refused.value.headers["Retry-After"].isdigit()
     finally:
         await limits.close()
+
+
+async def test_many_hits_at_once_on_redis_are_all_counted(clock: FakeClock) -> None:
+    """More hits in flight than Redis connections: they wait for one, none goes uncounted
+    (a pool that refused them would leave the quota unenforced)."""
+    limits = rate_limits(clock, request_rate_limit="150/minute", redis_url=REDIS_URL)
+    key_id, account_id = fresh("key"), fresh("acc")
+    try:
+        await asyncio.gather(
+            *(limits.hit_request(key_id=key_id, account_id=account_id) for _ in range(150))
+        )
+        with pytest.raises(RateLimited):
+            await limits.hit_request(key_id=key_id, account_id=account_id)
+    finally:
+        await limits.close()

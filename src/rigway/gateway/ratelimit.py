@@ -247,6 +247,11 @@ def _refusal(quota: Quota, cost: int, counts: tuple[int, int], now: float) -> Ra
     )
 
 
+# Connections to Redis for the counts, and how long a hit waits for a free one.
+_REDIS_CONNECTIONS = 64
+_REDIS_CONNECTION_WAIT_S = 2.0
+
+
 async def _nothing_to_close() -> None:
     return None
 
@@ -258,8 +263,12 @@ def _storage(redis_url: str | None) -> tuple[Storage, Callable[[], Awaitable[Non
     import redis.asyncio  # the `redis` extra: only a gateway configured for Redis has it
 
     # Our own pool, so that close() can let go of its sockets; `limits` documents the
-    # connection_pool option but types its options as scalars.
-    pool = redis.asyncio.ConnectionPool.from_url(redis_url)
+    # connection_pool option but types its options as scalars. A blocking one: under
+    # load a hit waits briefly for a connection instead of failing ("too many
+    # connections"), which would leave the quotas unenforced.
+    pool = redis.asyncio.BlockingConnectionPool.from_url(
+        redis_url, max_connections=_REDIS_CONNECTIONS, timeout=_REDIS_CONNECTION_WAIT_S
+    )
     storage = RedisStorage(
         redis_url.replace("redis://", "async+redis://", 1),
         implementation="redispy",
