@@ -33,6 +33,7 @@ __all__ = [
     "JsonOption",
     "SessionOption",
     "StateDirOption",
+    "console_client",
     "forget_session",
     "remember_session",
 ]
@@ -166,6 +167,13 @@ class Credentials:
         if token is None:
             raise self._not_found("console token", "--console-token", "RIGWAY_CONSOLE_TOKEN")
         return RigwayConsole(token=token, base_url=self._base_url(local))
+
+
+def console_client(
+    console_token: str | None, base_url: str | None, state_dir: Path
+) -> RigwayConsole:
+    """The console client of a console command's options (see `Credentials`)."""
+    return Credentials(state_dir, base_url=base_url, console_token=console_token).console_client()
 
 
 # ------------------------------------------------------------ remembered session

@@ -6,20 +6,19 @@ else `RIGWAY_CONSOLE_TOKEN`, else `console_token` in `<state dir>/local.json`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
-from rigway.client import ApiKey, RigwayConsole, Webhook
+from rigway.client import ApiKey, Webhook
 
 from ._context import (
     DEFAULT_STATE_DIR,
     BaseUrlOption,
     ConsoleTokenOption,
-    Credentials,
     JsonOption,
     StateDirOption,
+    console_client,
 )
 from ._output import Column, Output
 
@@ -27,12 +26,6 @@ __all__ = ["keys_app", "webhooks_app"]
 
 keys_app = typer.Typer(help="API keys of the account (console token).", no_args_is_help=True)
 webhooks_app = typer.Typer(help="Session webhooks (console token).", no_args_is_help=True)
-
-
-def _console_client(
-    console_token: str | None, base_url: str | None, state_dir: Path
-) -> RigwayConsole:
-    return Credentials(state_dir, base_url=base_url, console_token=console_token).console_client()
 
 
 def _when(value: object) -> str:
@@ -66,7 +59,7 @@ def list_keys(
 ) -> None:
     """List the account's API keys (by prefix; the keys themselves are never stored)."""
     out = Output(json_mode=json_output)
-    with _console_client(console_token, base_url, state_dir) as console:
+    with console_client(console_token, base_url, state_dir) as console:
         keys = console.keys.list()
     out.records(keys, _KEY_COLUMNS, title="API keys", json_key="keys")
 
@@ -88,7 +81,7 @@ def create_key(
 ) -> None:
     """Create an API key; its secret is shown this once only."""
     out = Output(json_mode=json_output)
-    with _console_client(console_token, base_url, state_dir) as console:
+    with console_client(console_token, base_url, state_dir) as console:
         created = console.keys.create(name, environment=environment, scopes=scopes)
     # The secret is excluded from repr, not from the dump: scripts need it this once.
     out.data(created, human=f"created {created.id} ({created.key_prefix}…)")
@@ -105,7 +98,7 @@ def revoke_key(
 ) -> None:
     """Revoke an API key: it fails with 401 from its next request on."""
     out = Output(json_mode=json_output)
-    with _console_client(console_token, base_url, state_dir) as console:
+    with console_client(console_token, base_url, state_dir) as console:
         revoked = console.keys.revoke(key_id)
     out.data({"ok": True, "id": key_id, "key": revoked}, human=f"revoked {key_id}")
 
@@ -119,7 +112,7 @@ def list_webhooks(
 ) -> None:
     """List the account's webhooks."""
     out = Output(json_mode=json_output)
-    with _console_client(console_token, base_url, state_dir) as console:
+    with console_client(console_token, base_url, state_dir) as console:
         webhooks = console.webhooks.list()
     out.records(webhooks, _WEBHOOK_COLUMNS, title="Webhooks", json_key="webhooks")
 
@@ -138,7 +131,7 @@ def create_webhook(
 ) -> None:
     """Register a webhook; its signing secret is shown this once only."""
     out = Output(json_mode=json_output)
-    with _console_client(console_token, base_url, state_dir) as console:
+    with console_client(console_token, base_url, state_dir) as console:
         created = console.webhooks.create(url, events=events)
     out.data(created, human=f"created {created.webhook.id} for {created.webhook.url}")
     out.line(f"signing secret (shown once, store it now): {created.secret}")
@@ -156,6 +149,6 @@ def delete_webhook(
 ) -> None:
     """Delete a webhook."""
     out = Output(json_mode=json_output)
-    with _console_client(console_token, base_url, state_dir) as console:
+    with console_client(console_token, base_url, state_dir) as console:
         deleted = console.webhooks.delete(webhook_id)
     out.data({"ok": True, "id": webhook_id, "webhook": deleted}, human=f"deleted {webhook_id}")

@@ -17,6 +17,7 @@ from ._context import (
     Credentials,
     JsonOption,
     StateDirOption,
+    console_client,
 )
 from ._output import CliError, Column, ExitCode, Output
 
@@ -108,8 +109,7 @@ def pairing_code(
 ) -> None:
     """Make a one-time code that pairs a new rig (`rigway agent pair --code` on it)."""
     out = Output(json_mode=json_output)
-    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
-    with credentials.console_client() as console:
+    with console_client(console_token, base_url, state_dir) as console:
         created = console.rigs.create_pairing_code()
     expires = "" if created.expires_at is None else f" (until {created.expires_at:%H:%M:%S %Z})"
     out.data(created, human=f"{created.code}{expires}")
@@ -127,8 +127,7 @@ def rename_rig(
 ) -> None:
     """Rename a rig."""
     out = Output(json_mode=json_output)
-    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
-    with credentials.console_client() as console:
+    with console_client(console_token, base_url, state_dir) as console:
         rig = console.rigs.update(rig_id, name=name)
     out.data(rig, human=f"renamed {rig.id} to {rig.name}")
 
@@ -176,8 +175,7 @@ def set_controls(
             "--recordings/--no-recordings (`rigway rigs show` shows them)",
             ExitCode.USAGE,
         )
-    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
-    with credentials.console_client() as console:
+    with console_client(console_token, base_url, state_dir) as console:
         rig = console.rigs.update(
             rig_id,
             app_mode_only=app_mode_only,
@@ -197,7 +195,6 @@ def unpair_rig(
 ) -> None:
     """Unpair a rig: its token stops working and its active session ends (`unpaired`)."""
     out = Output(json_mode=json_output)
-    credentials = Credentials(state_dir, base_url=base_url, console_token=console_token)
-    with credentials.console_client() as console:
+    with console_client(console_token, base_url, state_dir) as console:
         rig = console.rigs.unpair(rig_id)
     out.data({"ok": True, "id": rig_id, "rig": rig}, human=f"unpaired {rig_id}")

@@ -29,6 +29,10 @@ __all__ = ["pick_rig", "sessions_app"]
 
 sessions_app = typer.Typer(help="Start, list, inspect and end sessions.", no_args_is_help=True)
 
+SessionArgument = Annotated[
+    str | None, typer.Argument(help="Session id (default: the remembered one).")
+]
+
 
 def _started(session: Session) -> str:
     return "" if session.started_at is None else session.started_at.isoformat(timespec="seconds")
@@ -116,9 +120,7 @@ def list_sessions(
 
 @sessions_app.command("show")
 def show_session(
-    session_id: Annotated[
-        str | None, typer.Argument(help="Session id (default: the remembered one).")
-    ] = None,
+    session_id: SessionArgument = None,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
     state_dir: StateDirOption = DEFAULT_STATE_DIR,
@@ -134,9 +136,7 @@ def show_session(
 
 @sessions_app.command("end")
 def end_session(
-    session_id: Annotated[
-        str | None, typer.Argument(help="Session id (default: the remembered one).")
-    ] = None,
+    session_id: SessionArgument = None,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
     state_dir: StateDirOption = DEFAULT_STATE_DIR,
@@ -160,9 +160,7 @@ def end_session(
 @sessions_app.command("recording")
 def download_recording(
     output: Annotated[Path, typer.Option("--output", "-o", help="The zip file to write.")],
-    session_id: Annotated[
-        str | None, typer.Argument(help="Session id (default: the remembered one).")
-    ] = None,
+    session_id: SessionArgument = None,
     api_key: ApiKeyOption = None,
     base_url: BaseUrlOption = None,
     state_dir: StateDirOption = DEFAULT_STATE_DIR,
