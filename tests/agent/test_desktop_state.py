@@ -15,16 +15,15 @@ import pytest
 from rigway.agent.backends.base import DESKTOP_STATES, DesktopState
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.desktop_state import DesktopStateReporter
-from rigway.agent.dispatch import Dispatcher, HostOpError
+from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import AgentLink
 from rigway.agent.safety import InputGuard
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
-from tests.agent.assembly import dispatcher_over
+from tests.agent.assembly import SESSION, SessionOps, dispatcher_over
 from tests.agent.fake_gateway import RIG_TOKEN, AgentConnection, FakeGateway, fake_hello
 from tests.agent.fakes import FakeApps, FakeDesktop
 
-SESSION = "s1"
 NOT_NORMAL: list[DesktopState] = [s for s in DESKTOP_STATES if s != "normal"]
 
 
@@ -48,7 +47,7 @@ def test_sim_refuses_an_unknown_state_name() -> None:
 
 
 @dataclass
-class Rig:
+class Rig(SessionOps):
     desktop: FakeDesktop
     guard: InputGuard
     dispatcher: Dispatcher
@@ -57,15 +56,6 @@ class Rig:
     async def held_keys(self) -> tuple[str, ...]:
         # The guard's bookkeeping belongs to the input worker.
         return await self.input_worker.call(lambda: self.guard.held_keys)
-
-    async def call(self, op: str, **body: Any) -> dict[str, Any]:
-        reply, _ = await self.dispatcher.handle(op, {"session_id": SESSION, **body})
-        return reply
-
-    async def refusal(self, **body: Any) -> HostOpError:
-        with pytest.raises(HostOpError) as caught:
-            await self.call(ops.INPUT_BATCH, **body)
-        return caught.value
 
 
 @pytest.fixture

@@ -9,14 +9,11 @@ import math
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
-from rigway.agent.accessibility import AccessibilityService
-from rigway.agent.backends.base import WalkBudget
 from rigway.agent.backends.sim import SimDesktop
-from rigway.agent.dispatch import Dispatcher, HostOpError
+from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import AgentLink
 from rigway.agent.owner_presence import (
     DEFAULT_OWNER_IDLE_S,
@@ -26,13 +23,12 @@ from rigway.agent.owner_presence import (
     require_owner_idle,
 )
 from rigway.agent.safety import InputGuard
-from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
+from tests.agent.assembly import SESSION, SessionOps, dispatcher_over
 from tests.agent.fake_gateway import RIG_TOKEN, FakeGateway, fake_hello
 from tests.agent.fakes import FakeApps, FakeDesktop
 
-SESSION = "s1"
 CLICK = [{"type": "mouse_click", "x": 5, "y": 5}, {"type": "type_text", "text": "hi"}]
 
 
@@ -182,20 +178,11 @@ def test_sims_own_input_is_not_local_input() -> None:
 
 
 @dataclass
-class Rig:
+class Rig(SessionOps):
     desktop: FakeDesktop
     guard: InputGuard
     dispatcher: Dispatcher
     clock: FakeClock
-
-    async def call(self, op: str, **body: Any) -> dict[str, Any]:
-        reply, _ = await self.dispatcher.handle(op, {"session_id": SESSION, **body})
-        return reply
-
-    async def refusal(self, **body: Any) -> HostOpError:
-        with pytest.raises(HostOpError) as caught:
-            await self.call(ops.INPUT_BATCH, **body)
-        return caught.value
 
 
 @pytest.fixture
@@ -205,14 +192,9 @@ async def rig(
     desktop = FakeDesktop()
     guard = InputGuard(desktop)
     clock = FakeClock()
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        guard,
-        FakeApps(),
-        input_executor=input_worker,
-        presence=OwnerPresence(desktop, clock=clock),
+    presence = OwnerPresence(desktop, clock=clock)
+    dispatcher = dispatcher_over(
+        desktop, FakeApps(), screen_worker, a11y_worker, input_worker, guard, presence
     )
     await dispatcher.handle(ops.SESSION_START, {"session_id": SESSION, "owner_idle_s": 5})
     yield Rig(desktop, guard, dispatcher, clock)
