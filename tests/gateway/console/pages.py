@@ -14,8 +14,9 @@ from tests.e2e.harness import Stack
 
 _CSRF = re.compile(r'name="csrf_token" value="([^"]*)"')
 PASSWORD = "correct horse battery"
-# The console user the `stack` and `owner` fixtures (conftest.py) sign in.
+# The console users the `owner` and `intruder` fixtures (conftest.py) sign in.
 OWNER = "owner@example.com"
+INTRUDER = "intruder@example.com"
 
 
 def csrf_of(page: httpx2.Response) -> str:
