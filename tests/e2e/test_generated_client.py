@@ -28,6 +28,7 @@ PACKAGE = "rigway_generated_client"
 CONFIG = """\
 content_type_overrides:
   image/jpeg: application/octet-stream
+  application/zip: application/octet-stream
 post_hooks: []
 """
 
