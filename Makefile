@@ -41,7 +41,7 @@ typecheck: setup
 # coverage of src/: the report lists what no test runs, and the run fails under the floor
 # set in pyproject.toml ([tool.coverage.report] fail_under).
 unit: setup
-	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q --cov
+	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q --cov --durations=25
 
 # The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one: every
 # module of tests/gateway and tests/e2e whose tests touch the store (the database_url
@@ -49,7 +49,7 @@ unit: setup
 # add time. SDK, CLI and MCP tests reach the store through the same routes and stay out.
 unit-postgres: setup
 	@if [ -n "$${RIGWAY_TEST_DATABASE_URL:-}" ]; then \
-	  .venv/bin/pytest -q -m postgres tests/gateway tests/e2e; \
+	  .venv/bin/pytest -q --durations=15 -m postgres tests/gateway tests/e2e; \
 	else echo "RIGWAY_TEST_DATABASE_URL is unset: PostgreSQL run skipped"; fi
 
 test: system-deps lint typecheck unit unit-postgres

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -18,8 +18,17 @@ from sqlalchemy import func, select
 from rigway.gateway.db.models import WebhookOutbox
 from rigway.gateway.deployment import write_shared_key_files
 from tests.e2e.harness import OWN_URL, QUICK_AGENT, Stack, running_stack, wait_for_holder
+from tests.support.databases import scratch_postgres_database
 
-pytestmark = pytest.mark.postgres
+# Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
+# always, whatever store the rest of the run uses, and so once per CI run.
+
+
+@pytest.fixture
+async def database_url() -> AsyncIterator[str]:
+    async with scratch_postgres_database() as url:
+        yield url
+
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 

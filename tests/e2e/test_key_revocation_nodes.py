@@ -16,9 +16,18 @@ from sqlalchemy.engine import make_url
 
 from rigway.gateway.notices import RedisNotices
 from tests.e2e.harness import Stack, running_stack
+from tests.support.databases import scratch_postgres_database
 from tests.support.tcp_proxy import CuttableProxy
 
-pytestmark = pytest.mark.postgres
+# Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
+# always, whatever store the rest of the run uses, and so once per CI run.
+
+
+@pytest.fixture
+async def database_url() -> AsyncIterator[str]:
+    async with scratch_postgres_database() as url:
+        yield url
+
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 # The bar: another node refuses a revoked key within this long.

@@ -46,3 +46,21 @@ async def scratch_database(directory: Path) -> AsyncIterator[str]:
         yield url
     finally:
         await drop_postgres_database(server_url, name)
+
+
+# Several gateway nodes share one PostgreSQL store (SQLite is refused for them): the
+# multi-node tests use this server whatever RIGWAY_TEST_DATABASE_URL says, and run once.
+POSTGRES_SERVER_URL = os.environ.get(
+    "RIGWAY_TEST_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
+)
+
+
+@contextlib.asynccontextmanager
+async def scratch_postgres_database() -> AsyncIterator[str]:
+    """The URL of a fresh PostgreSQL database on `POSTGRES_SERVER_URL`, dropped after."""
+    name = f"rigway_t_{secrets.token_hex(6)}"
+    url = await create_postgres_database(POSTGRES_SERVER_URL, name)
+    try:
+        yield url
+    finally:
+        await drop_postgres_database(POSTGRES_SERVER_URL, name)
