@@ -7,34 +7,14 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx2
 import pytest
 
-from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
-from tests.gateway.console.pages import ConsolePages, add_owner
+from tests.e2e.harness import Stack
+from tests.gateway.console.pages import INTRUDER, ConsolePages, add_owner
 
 pytestmark = pytest.mark.postgres
-
-OWNER = "owner@example.com"
-INTRUDER = "intruder@example.com"
-
-
-@pytest.fixture
-async def stack(tmp_path: Path, database_url: str) -> AsyncIterator[Stack]:
-    async with running_stack(
-        tmp_path / "state", database_url, reaper_interval_s=3600, agent_settings=QUICK_AGENT
-    ) as running:
-        await add_owner(running, OWNER)
-        yield running
-
-
-@pytest.fixture
-async def owner(stack: Stack) -> AsyncIterator[ConsolePages]:
-    async with ConsolePages(stack) as pages:
-        yield await pages.signed_in(OWNER)
 
 
 async def _recorded(stack: Stack, *, shots: int = 1) -> str:
