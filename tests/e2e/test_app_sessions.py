@@ -225,3 +225,14 @@ async def test_observe_since_a_frame_shows_only_the_change_inside_the_window(
     delta = response.json()
     assert delta["changed_region"] == [OVERLAP.x, OVERLAP.y, OVERLAP.w, OVERLAP.h]
     assert _is_black(_decoded(base64.b64decode(delta["jpeg_base64"])))
+
+
+async def test_live_video_and_take_control_are_refused_in_an_app_session(rig: AppRig) -> None:
+    await rig.launch()
+
+    stream = await rig.call("GET", "/stream")
+    takeover = await rig.call("POST", "/takeover")
+
+    for refused in (stream, takeover):
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"].startswith("app_session: ")

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigway.gateway.clock import Clock
+from rigway.gateway.errors import Conflict
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.sessions.live import LiveSession, LiveSessions
 from rigway.gateway.settings import GatewaySettings
@@ -152,6 +153,7 @@ class StreamService:
     # ---- credentials -----------------------------------------------------------------
 
     def issue(self, live: LiveSession) -> IssuedToken:
+        refuse_video_of_an_app_session(live)
         return self.tokens.issue(live.id, live.rig_id)
 
     def credentials(self, live: LiveSession, http_base: str) -> StreamCredentialsOut:
@@ -228,3 +230,13 @@ def websocket_url(http_base: str, path: str) -> str:
     scheme, sep, rest = http_base.partition("://")
     ws_scheme = {"https": "wss", "http": "ws"}.get(scheme.lower(), scheme)
     return f"{ws_scheme}{sep}{rest}{path}"
+
+
+def refuse_video_of_an_app_session(live: LiveSession) -> None:
+    """Live video shows the whole desktop, which an app session must never see (the
+    host refuses it too): a 409 now rather than a link whose socket would fail."""
+    if live.mode == "app":
+        raise Conflict(
+            "live video (and so take control) shows the whole desktop: not in an app session",
+            code="app_session",
+        )

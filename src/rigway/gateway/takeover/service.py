@@ -27,6 +27,7 @@ from rigway.gateway.stream.service import (
     Refused,
     StreamService,
     redeem_token,
+    refuse_video_of_an_app_session,
     websocket_url,
 )
 from rigway.gateway.stream.tokens import ViewerTokens
@@ -89,6 +90,7 @@ class TakeoverService:
     def credentials(self, live: LiveSession, http_base: str) -> TakeoverOut:
         """A one-time takeover link; 409 human_in_control while a person holds (or is
         taking) control. `http_base`: the gateway's public base URL, no trailing /."""
+        refuse_video_of_an_app_session(live)
         if self.is_claimed(live.id):
             raise human_in_control()
         issued = self.tokens.issue(live.id, live.rig_id)
