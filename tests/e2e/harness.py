@@ -23,6 +23,7 @@ from rigway.agent.runner import AgentSettings, run_agent
 from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app
 from rigway.gateway.clock import Clock
+from rigway.gateway.deployment import write_shared_key_files
 from rigway.gateway.services import Services
 from rigway.gateway.serving import ConnectionLimits, server_config
 from rigway.gateway.settings import GatewaySettings
@@ -253,3 +254,17 @@ async def wait_for_holder(
     async with asyncio.timeout(timeout_s):
         while await stack.services.ownership.holder_url(rig_id) != holder_url:
             await asyncio.sleep(0.02)
+
+
+def one_service_settings(keys_dir: Path, redis_url: str) -> dict[str, Any]:
+    """What every node of one service shares besides its store: Redis, the key files
+    (made in `keys_dir`), each its own address; no reaper passes during a test."""
+    keys = write_shared_key_files(keys_dir)
+    return {
+        "redis_url": redis_url,
+        "node_url": OWN_URL,
+        "secret_key_file": keys.secret_key_file,
+        "console_signing_key_file": keys.console_signing_key_file,
+        "release_signing_key_file": keys.release_signing_key_file,
+        "reaper_interval_s": 3600,
+    }

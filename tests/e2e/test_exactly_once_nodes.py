@@ -16,8 +16,13 @@ import pytest
 from sqlalchemy import func, select
 
 from rigway.gateway.db.models import WebhookOutbox
-from rigway.gateway.deployment import write_shared_key_files
-from tests.e2e.harness import OWN_URL, QUICK_AGENT, Stack, running_stack, wait_for_holder
+from tests.e2e.harness import (
+    QUICK_AGENT,
+    Stack,
+    one_service_settings,
+    running_stack,
+    wait_for_holder,
+)
 from tests.support.databases import scratch_postgres_database
 
 # Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
@@ -38,23 +43,21 @@ NodeFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 @pytest.fixture
 def node(tmp_path: Path, database_url: str) -> NodeFactory:
     """Makes nodes of one service (one store, one Redis, the same key files)."""
-    keys = write_shared_key_files(tmp_path / "keys")
+    shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     count = 0
 
     def make(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
         nonlocal count
         count += 1
-        settings: dict[str, Any] = {
-            "redis_url": REDIS_URL,
-            "node_url": OWN_URL,
-            "secret_key_file": keys.secret_key_file,
-            "console_signing_key_file": keys.console_signing_key_file,
-            "release_signing_key_file": keys.release_signing_key_file,
-            "reaper_interval_s": 3600,
-            "orphan_sweep_interval_s": 3600,  # the tests sweep by hand
-            "rigs": 0,
-            "agent_settings": QUICK_AGENT,
-        } | overrides
+        settings: dict[str, Any] = (
+            shared
+            | {
+                "orphan_sweep_interval_s": 3600,  # the tests sweep by hand
+                "rigs": 0,
+                "agent_settings": QUICK_AGENT,
+            }
+            | overrides
+        )
         return running_stack(tmp_path / f"node-{count}", database_url, **settings)
 
     return make

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -20,8 +19,13 @@ from websockets.exceptions import InvalidStatus
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
-from rigway.gateway.deployment import write_shared_key_files
-from tests.e2e.harness import OWN_URL, QUICK_AGENT, Stack, running_stack, wait_for_holder
+from tests.e2e.harness import (
+    QUICK_AGENT,
+    Stack,
+    one_service_settings,
+    running_stack,
+    wait_for_holder,
+)
 from tests.support.databases import scratch_postgres_database
 
 # Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
@@ -47,15 +51,7 @@ class TwoNodes:
 
 @pytest.fixture
 async def two_nodes(tmp_path: Path, database_url: str) -> AsyncIterator[TwoNodes]:
-    keys = write_shared_key_files(tmp_path / "keys")
-    shared: dict[str, Any] = {
-        "redis_url": REDIS_URL,
-        "node_url": OWN_URL,
-        "secret_key_file": keys.secret_key_file,
-        "console_signing_key_file": keys.console_signing_key_file,
-        "release_signing_key_file": keys.release_signing_key_file,
-        "reaper_interval_s": 3600,
-    }
+    shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     async with AsyncExitStack() as nodes:
         holder = await nodes.enter_async_context(
             running_stack(tmp_path / "a", database_url, agent_settings=QUICK_AGENT, **shared)
@@ -154,15 +150,7 @@ async def test_a_forged_peer_link_is_refused(two_nodes: TwoNodes) -> None:
 async def test_an_agent_whose_node_stops_moves_to_another_and_its_session_survives(
     tmp_path: Path, database_url: str
 ) -> None:
-    keys = write_shared_key_files(tmp_path / "keys")
-    shared: dict[str, Any] = {
-        "redis_url": REDIS_URL,
-        "node_url": OWN_URL,
-        "secret_key_file": keys.secret_key_file,
-        "console_signing_key_file": keys.console_signing_key_file,
-        "release_signing_key_file": keys.release_signing_key_file,
-        "reaper_interval_s": 3600,
-    }
+    shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     async with (
         running_stack(tmp_path / "b", database_url, rigs=0, **shared) as node_b,
         AsyncExitStack() as node_a_alive,
