@@ -3,6 +3,8 @@ PostgreSQL database when `RIGWAY_TEST_DATABASE_URL` is set."""
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import contextlib
 import os
 import secrets
@@ -12,6 +14,8 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
+
+from rigway.gateway.db.engine import apply_migrations, create_engine
 
 
 async def _admin(server_url: str, statement: str) -> None:
@@ -41,11 +45,37 @@ async def scratch_database(directory: Path) -> AsyncIterator[str]:
         yield f"sqlite+aiosqlite:///{directory / 'rigway.db'}"
         return
     name = f"rigway_t_{secrets.token_hex(6)}"
-    url = await create_postgres_database(server_url, name)
+    template = await _migrated_template(server_url)
+    await _admin(server_url, f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+    url = make_url(server_url).set(database=name).render_as_string(hide_password=False)
     try:
         yield url
     finally:
         await drop_postgres_database(server_url, name)
+
+
+# server URL -> a database of this test process with every migration applied, which each
+# test's database copies (CREATE DATABASE … TEMPLATE): quicker than migrating each anew.
+_templates: dict[str, str] = {}
+
+
+async def _migrated_template(server_url: str) -> str:
+    name = _templates.get(server_url)
+    if name is None:
+        name = f"rigway_tmpl_{secrets.token_hex(6)}"
+        engine = create_engine(await create_postgres_database(server_url, name))
+        try:
+            await apply_migrations(engine)
+        finally:
+            await engine.dispose()  # a template must have no connections to be copied
+        _templates[server_url] = name
+        atexit.register(_drop_template, server_url, name)
+    return name
+
+
+def _drop_template(server_url: str, name: str) -> None:
+    with contextlib.suppress(Exception):  # leaving: a leftover template harms nothing
+        asyncio.run(drop_postgres_database(server_url, name))
 
 
 # Several gateway nodes share one PostgreSQL store (SQLite is refused for them): the
