@@ -63,7 +63,11 @@ from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
 from rigway.gateway.middleware import BodyLimitMiddleware, RequestIdMiddleware, RouteBodyLimit
 from rigway.gateway.notices import API_KEY_FORGOTTEN, RIG_UNPAIRED, SESSION_ENDED, notices_for
-from rigway.gateway.observability import GatewayMetrics, RequestMetricsMiddleware, count_metrics
+from rigway.gateway.observability import (
+    GatewayMetrics,
+    RequestMetricsMiddleware,
+    add_scrape_time_counts,
+)
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
 from rigway.gateway.recordings.routes import console_router as recordings_console_router
@@ -166,7 +170,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     # A rig unpaired on one node loses its link on the node holding it.
     rig_owner.on_unpaired = lambda rig_id: notices.publish(RIG_UNPAIRED, {"rig_id": rig_id})
     notices.on(RIG_UNPAIRED, rig_owner.note_unpaired)
-    return Services(
+    services = Services(
         settings=settings,
         clock=clock,
         engine=engine,
@@ -197,11 +201,14 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         notices=notices,
         ownership=ownership,
         peers=PeerClients(secret_key_file.read_bytes().strip()),
+        metrics=GatewayMetrics(settings.resolved_node_name()),
         takeover=takeover,
         recorder=recorder,
         recordings=recordings,
         recording_cleaner=RecordingCleaner(recordings, settings.recording_cleanup_interval_s),
     )
+    add_scrape_time_counts(services.metrics, services)
+    return services
 
 
 def _console_auth(
@@ -297,7 +304,6 @@ def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> Fast
         generate_unique_id_function=_operation_id,
     )
     app.state.services = services
-    services.metrics = count_metrics(services, settings.resolved_node_name())
     _install_error_handlers(app, services.metrics)
     for router in (
         api_docs_router,

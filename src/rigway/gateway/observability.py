@@ -134,9 +134,8 @@ class RequestMetricsMiddleware:
             ).observe(time.perf_counter() - started)
 
 
-def count_metrics(services: Services, node: str) -> GatewayMetrics:
-    """The app's metrics, with the series read at scrape time from the services' state."""
-    metrics = GatewayMetrics(node)
+def add_scrape_time_counts(metrics: GatewayMetrics, services: Services) -> None:
+    """The series read at scrape time from the services' state."""
 
     def counts(node: str) -> Iterator[Metric]:
         for name, documentation, value in (
@@ -167,4 +166,3 @@ def count_metrics(services: Services, node: str) -> GatewayMetrics:
         yield from metrics.error_counts(node)
 
     metrics.add_counts(counts)
-    return metrics

@@ -17,14 +17,14 @@ from rigway.gateway.api_keys.service import KeyService
 from rigway.gateway.auth.api_key_auth import ApiKeyAuthenticator
 from rigway.gateway.auth.console_tokens import ConsoleTokenVerifier
 from rigway.gateway.clock import Clock
-from rigway.gateway.cluster.ownership import RigOwnership, SingleNode
+from rigway.gateway.cluster.ownership import RigOwnership
 from rigway.gateway.cluster.peer_link import PeerClients
 from rigway.gateway.desktop.frames import FrameRegistry
 from rigway.gateway.desktop.service import DesktopService
 from rigway.gateway.draining import RequestsInFlight
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.identity.service import IdentityProvider
-from rigway.gateway.notices import NoOtherNodes, Notices
+from rigway.gateway.notices import Notices
 from rigway.gateway.observability import GatewayMetrics
 from rigway.gateway.ratelimit import RateLimits
 from rigway.gateway.recordings.recorder import Recorder
@@ -67,12 +67,12 @@ class Services:
     recorder: Recorder
     recordings: RecordingService
     recording_cleaner: RecordingCleaner
+    metrics: GatewayMetrics
+    notices: Notices
+    ownership: RigOwnership
+    peers: PeerClients
     extras: dict[str, Any] = field(default_factory=dict)
     requests_in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
-    metrics: GatewayMetrics = field(default_factory=lambda: GatewayMetrics("test"))
-    notices: Notices = field(default_factory=NoOtherNodes)
-    ownership: RigOwnership = field(default_factory=SingleNode)
-    peers: PeerClients = field(default_factory=lambda: PeerClients(b""))
 
 
 def services_of(connection: HTTPConnection) -> Services:
