@@ -12,6 +12,7 @@ import pytest
 
 from rigway.gateway.clock import FakeClock
 from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
+from tests.support.databases import scratch_postgres_database
 
 if TYPE_CHECKING:
     from rigway.agent.backends.x11 import X11Desktop
@@ -84,3 +85,12 @@ async def x11_session(
         tmp_path / "state", database_url, x_desktop, x11_backend, app_env
     ) as session:
         yield session
+
+
+@pytest.fixture
+async def shared_store_url() -> AsyncIterator[str]:
+    """A PostgreSQL database of its own, whatever store the rest of the run uses: several
+    nodes share one PostgreSQL store (SQLite is refused for them), so the multi-node
+    tests run on it always, and once per CI run."""
+    async with scratch_postgres_database() as url:
+        yield url

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -23,17 +23,6 @@ from tests.e2e.harness import (
     running_stack,
     wait_for_holder,
 )
-from tests.support.databases import scratch_postgres_database
-
-# Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
-# always, whatever store the rest of the run uses, and so once per CI run.
-
-
-@pytest.fixture
-async def database_url() -> AsyncIterator[str]:
-    async with scratch_postgres_database() as url:
-        yield url
-
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -41,7 +30,7 @@ NodeFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 @pytest.fixture
-def node(tmp_path: Path, database_url: str) -> NodeFactory:
+def node(tmp_path: Path, shared_store_url: str) -> NodeFactory:
     """Makes nodes of one service (one store, one Redis, the same key files)."""
     shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     count = 0
@@ -58,7 +47,7 @@ def node(tmp_path: Path, database_url: str) -> NodeFactory:
             }
             | overrides
         )
-        return running_stack(tmp_path / f"node-{count}", database_url, **settings)
+        return running_stack(tmp_path / f"node-{count}", shared_store_url, **settings)
 
     return make
 

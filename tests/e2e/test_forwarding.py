@@ -26,17 +26,6 @@ from tests.e2e.harness import (
     running_stack,
     wait_for_holder,
 )
-from tests.support.databases import scratch_postgres_database
-
-# Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
-# always, whatever store the rest of the run uses, and so once per CI run.
-
-
-@pytest.fixture
-async def database_url() -> AsyncIterator[str]:
-    async with scratch_postgres_database() as url:
-        yield url
-
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -50,14 +39,14 @@ class TwoNodes:
 
 
 @pytest.fixture
-async def two_nodes(tmp_path: Path, database_url: str) -> AsyncIterator[TwoNodes]:
+async def two_nodes(tmp_path: Path, shared_store_url: str) -> AsyncIterator[TwoNodes]:
     shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     async with AsyncExitStack() as nodes:
         holder = await nodes.enter_async_context(
-            running_stack(tmp_path / "a", database_url, agent_settings=QUICK_AGENT, **shared)
+            running_stack(tmp_path / "a", shared_store_url, agent_settings=QUICK_AGENT, **shared)
         )
         edge = await nodes.enter_async_context(
-            running_stack(tmp_path / "b", database_url, rigs=0, **shared)
+            running_stack(tmp_path / "b", shared_store_url, rigs=0, **shared)
         )
         rig_id = holder.rig_ids[0]
         await wait_for_holder(edge, rig_id, holder.base_url)
@@ -148,15 +137,15 @@ async def test_a_forged_peer_link_is_refused(two_nodes: TwoNodes) -> None:
 
 
 async def test_an_agent_whose_node_stops_moves_to_another_and_its_session_survives(
-    tmp_path: Path, database_url: str
+    tmp_path: Path, shared_store_url: str
 ) -> None:
     shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     async with (
-        running_stack(tmp_path / "b", database_url, rigs=0, **shared) as node_b,
+        running_stack(tmp_path / "b", shared_store_url, rigs=0, **shared) as node_b,
         AsyncExitStack() as node_a_alive,
     ):
         node_a = await node_a_alive.enter_async_context(
-            running_stack(tmp_path / "a", database_url, rigs=0, **shared)
+            running_stack(tmp_path / "a", shared_store_url, rigs=0, **shared)
         )
         code = await node_a.services.rigs.create_pairing_code(node_a.account_id)
         paired = await pair(node_a.base_url, code.code, name="roaming", os="test-os", gpu="")

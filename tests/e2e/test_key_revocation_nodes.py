@@ -16,18 +16,7 @@ from sqlalchemy.engine import make_url
 
 from rigway.gateway.notices import RedisNotices
 from tests.e2e.harness import Stack, running_stack
-from tests.support.databases import scratch_postgres_database
 from tests.support.tcp_proxy import CuttableProxy
-
-# Several nodes share one PostgreSQL store (SQLite is refused for them): on PostgreSQL
-# always, whatever store the rest of the run uses, and so once per CI run.
-
-
-@pytest.fixture
-async def database_url() -> AsyncIterator[str]:
-    async with scratch_postgres_database() as url:
-        yield url
-
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 # The bar: another node refuses a revoked key within this long.
@@ -67,14 +56,14 @@ async def redis_proxy() -> AsyncIterator[CuttableProxy]:
 
 
 async def test_a_key_revoked_on_one_node_is_refused_by_another_within_a_second(
-    tmp_path: Path, database_url: str
+    tmp_path: Path, shared_store_url: str
 ) -> None:
     async with AsyncExitStack() as nodes:
         node_a = await nodes.enter_async_context(
-            running_stack(tmp_path / "a", database_url, rigs=0, redis_url=REDIS_URL)
+            running_stack(tmp_path / "a", shared_store_url, rigs=0, redis_url=REDIS_URL)
         )
         node_b = await nodes.enter_async_context(
-            running_stack(tmp_path / "b", database_url, rigs=0, redis_url=REDIS_URL)
+            running_stack(tmp_path / "b", shared_store_url, rigs=0, redis_url=REDIS_URL)
         )
         await _subscribed(node_a)
         await _subscribed(node_b)
@@ -88,16 +77,16 @@ async def test_a_key_revoked_on_one_node_is_refused_by_another_within_a_second(
 
 
 async def test_a_node_that_missed_notices_flushes_its_key_cache_when_it_resubscribes(
-    tmp_path: Path, database_url: str, redis_proxy: CuttableProxy
+    tmp_path: Path, shared_store_url: str, redis_proxy: CuttableProxy
 ) -> None:
     async with AsyncExitStack() as nodes:
         node_a = await nodes.enter_async_context(
-            running_stack(tmp_path / "a", database_url, rigs=0, redis_url=REDIS_URL)
+            running_stack(tmp_path / "a", shared_store_url, rigs=0, redis_url=REDIS_URL)
         )
         node_b = await nodes.enter_async_context(
             running_stack(
                 tmp_path / "b",
-                database_url,
+                shared_store_url,
                 rigs=0,
                 redis_url=f"redis://127.0.0.1:{redis_proxy.port}/0",
             )
