@@ -5,8 +5,9 @@
 # struct, constant, vtable (C) and interface id (C++: constexpr __uuidof) checks against,
 # Node with npm for the MCP test that drives `rigway mcp` with the TypeScript SDK, and
 # curl, jq and sqlite3, which the README's and docs/operations.md's commands use
-# (tests/docs/ runs them as written), and HAProxy, the load balancer in front of three
-# gateway nodes in the failover test.
+# (tests/docs/ runs them as written), HAProxy, the load balancer in front of three
+# gateway nodes in the failover test, and redis-server, which the fault tests start on a
+# port of their own to kill and restart (the shared Redis is never touched).
 set -euo pipefail
 packages=(
   xvfb openbox dbus dbus-x11 at-spi2-core gtk-3-examples zenity xterm
@@ -16,6 +17,7 @@ packages=(
   nodejs
   curl jq sqlite3
   haproxy
+  redis-server
 )
 # Node runs the official TypeScript MCP client in tests/mcp/test_ts_client.py. A Node
 # from NodeSource bundles its own npm (Debian's npm package would conflict with it).

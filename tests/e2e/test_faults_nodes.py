@@ -1,0 +1,354 @@
+"""Faults of a service of several gateway nodes (one PostgreSQL store, one Redis):
+
+- an agent process killed (SIGKILL) in the middle of an input batch that holds a button
+  and a key: the batch gets an answer (never a 500), the session ends `host_gone` after
+  the grace with exactly one `session.ended`, and the agent's held-input journal, which
+  still names what the dead agent held, is emptied by the next agent to start (the
+  gateway keeps no held-input record of API batches: the host's journal is the record);
+- Redis restarted (a redis-server of the test's own, without persistence, so every lease
+  is lost): the nodes claim their rigs again, the rig is reachable through the other node
+  once more, and no session ends;
+- a node that holds no rig restarted: nobody's session ends and the new node forwards to
+  the holder as the old one did.
+
+The nodes run in this process (`running_stack`); the agent and redis-server are
+processes of their own, so that they can be killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from sqlalchemy import func, select
+
+from rigway.agent.pairing import pair
+from rigway.gateway.db.models import WebhookOutbox
+from tests.e2e.harness import (
+    QUICK_AGENT,
+    Stack,
+    one_service_settings,
+    running_stack,
+    wait_for_holder,
+)
+from tests.support.session_ends import wait_session_ended
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+START_TIMEOUT_S = 30.0
+# The grace a session waits for its lost host here (the default is 10 s).
+HOST_GONE_GRACE_S = 1.0
+# The batch's pause on the host, holding what it pressed: the kill lands in it.
+HOLD_MS = 5000
+
+NodeFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _rigway() -> list[str]:
+    script = Path(sys.executable).parent / "rigway"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "rigway.cli.main"]
+
+
+def _clean_environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if not name.startswith("RIGWAY_")}
+
+
+def _nodes_of_one_service(tmp_path: Path, store_url: str, redis_url: str) -> NodeFactory:
+    shared = one_service_settings(tmp_path / "keys", redis_url)
+    count = 0
+
+    def make(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
+        nonlocal count
+        count += 1
+        settings: dict[str, Any] = (
+            shared
+            | {
+                "orphan_sweep_interval_s": 3600,  # the tests sweep by hand
+                "rigs": 0,
+                "agent_settings": QUICK_AGENT,
+            }
+            | overrides
+        )
+        return running_stack(tmp_path / f"node-{count}", store_url, **settings)
+
+    return make
+
+
+def _client(node: Stack, api_key: str) -> httpx2.AsyncClient:
+    """A client of `node` with another node's account's key (one store: any node)."""
+    return httpx2.AsyncClient(
+        base_url=node.base_url,
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=30.0,
+        trust_env=False,
+    )
+
+
+async def _ended_events(stack: Stack, session_id: str) -> int:
+    async with stack.services.db() as db:
+        count = await db.scalar(
+            select(func.count())
+            .select_from(WebhookOutbox)
+            .where(
+                WebhookOutbox.event == "session.ended",
+                WebhookOutbox.payload["session_id"].as_string() == session_id,
+            )
+        )
+    return int(count or 0)
+
+
+# -- an agent process, to kill ---------------------------------------------------------------
+
+
+@dataclass
+class AgentProcess:
+    rig_id: str
+    token_file: Path
+    state_dir: Path
+
+    @property
+    def journal(self) -> Path:
+        """Where `rigway agent run` journals the keys and buttons it holds down."""
+        return self.token_file.with_suffix(".held-input.json")
+
+    async def start(self, gateway_url: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            *_rigway(), "agent", "run", "--backend", "sim", "--gateway", gateway_url,
+            "--token-file", str(self.token_file), "--no-update",
+            "--state-dir", str(self.state_dir),
+            env=_clean_environment(),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+
+
+async def _paired_agent(node: Stack, directory: Path) -> AgentProcess:
+    code = await node.services.rigs.create_pairing_code(node.account_id)
+    paired = await pair(node.base_url, code.code, name="killed", os="test-os", gpu="")
+    await node.services.rigs.set_api_access(node.account_id, paired.rig_id, True)
+    directory.mkdir()
+    token_file = directory / "rig-token"
+    token_file.write_text(paired.rig_token)
+    token_file.chmod(0o600)
+    return AgentProcess(paired.rig_id, token_file, directory)
+
+
+async def _until_journal_holds(agent: AgentProcess, process: asyncio.subprocess.Process) -> Any:
+    """What the agent's journal lists once it holds a key and a button (another process
+    writes the file: nothing to await but the file itself)."""
+    async with asyncio.timeout(START_TIMEOUT_S):
+        while True:
+            assert process.returncode is None, "the agent exited"
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                listed = json.loads(agent.journal.read_text())
+                if listed.get("keys") and listed.get("buttons"):
+                    return listed
+            await asyncio.sleep(0.01)
+
+
+async def test_an_agent_killed_holding_input_mid_batch_ends_its_session_once(
+    tmp_path: Path, shared_store_url: str
+) -> None:
+    node = _nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
+    async with (
+        node(host_gone_grace_s=HOST_GONE_GRACE_S) as holder,
+        node() as edge,
+        AsyncExitStack() as cleanup,
+    ):
+        agent = await _paired_agent(holder, tmp_path / "agent")
+        process = await agent.start(holder.base_url)
+        cleanup.push_async_callback(_kill, process)
+        await holder.wait_online(agent.rig_id, timeout_s=START_TIMEOUT_S)
+        await wait_for_holder(edge, agent.rig_id, holder.base_url)
+        session_id = await holder.start_session_on(agent.rig_id)
+        client = await cleanup.enter_async_context(_client(edge, holder.api_key))
+
+        # Through the other node (forwarded to the holder): a drag begun with shift down,
+        # then a pause that holds both.
+        batch = asyncio.create_task(
+            client.post(
+                f"/v1/sessions/{session_id}/input",
+                json={
+                    "events": [
+                        {"type": "key_down", "key": "shift"},
+                        {"type": "mouse_down", "button": "left", "x": 40, "y": 40},
+                        {"type": "mouse_move", "x": 80, "y": 80, "delay_ms": HOLD_MS},
+                    ]
+                },
+            )
+        )
+        held_when_killed = await _until_journal_holds(agent, process)
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+        answered = await batch
+        await wait_session_ended(holder.services, session_id, timeout_s=HOST_GONE_GRACE_S + 10)
+        # Another node's sweeper passes after the end find nothing left to end.
+        for _ in range(2):
+            assert await edge.services.sessions.sweep_orphans(grace_s=0) == []
+        session = await client.get(f"/v1/sessions/{session_id}")
+        ended_events = await _ended_events(holder, session_id)
+        journal_after_kill = agent.journal.exists()
+
+        # The next agent on this rig lets go of what the killed one left down before it
+        # links (release_left_over), and its journal is gone once it is online.
+        restarted = await agent.start(holder.base_url)
+        cleanup.push_async_callback(_kill, restarted)
+        await holder.wait_online(agent.rig_id, timeout_s=START_TIMEOUT_S)
+        journal_after_restart = agent.journal.exists()
+
+    assert held_when_killed["keys"] == ["shift"]
+    assert held_when_killed["buttons"] == ["left"]
+    assert answered.status_code == 502, answered.text  # the host link closed
+    assert session.json()["status"] == "ended"
+    assert session.json()["ended_reason"] == "host_gone"
+    assert ended_events == 1
+    assert journal_after_kill  # the dead agent left them listed as held
+    assert not journal_after_restart
+
+
+async def _kill(process: asyncio.subprocess.Process) -> None:
+    if process.returncode is None:
+        process.kill()
+    await process.wait()
+
+
+# -- Redis of the test's own, to restart -------------------------------------------------------
+
+
+class OwnRedis:
+    """A redis-server on a free port that keeps nothing on disk: a restart loses every
+    key (the leases of the rigs and of the nodes), as a Redis without persistence does."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._directory = directory
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--dir", str(self._directory),
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        async with asyncio.timeout(START_TIMEOUT_S):
+            while not await self._answers_ping():
+                assert self._process.returncode is None, "redis-server exited"
+                await asyncio.sleep(0.02)
+
+    async def kill(self) -> None:
+        if self._process is not None:
+            await _kill(self._process)
+
+    async def _answers_ping(self) -> bool:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        except OSError:
+            return False
+        try:
+            writer.write(b"PING\r\n")
+            return await reader.readline() == b"+PONG\r\n"
+        except OSError:
+            return False
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def own_redis(tmp_path: Path) -> AsyncIterator[OwnRedis]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (scripts/install-system-deps.sh installs it)")
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    redis = OwnRedis(directory)
+    await redis.start()
+    try:
+        yield redis
+    finally:
+        await redis.kill()
+
+
+async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_ends(
+    tmp_path: Path, shared_store_url: str, own_redis: OwnRedis
+) -> None:
+    node = _nodes_of_one_service(tmp_path, shared_store_url, own_redis.url)
+    async with node(rigs=1) as holder, node() as edge:
+        rig_id = holder.rig_ids[0]
+        await wait_for_holder(edge, rig_id, holder.base_url)
+        session_id = await holder.start_session()
+        async with _client(edge, holder.api_key) as client:
+            screenshot = f"/v1/sessions/{session_id}/screenshot"
+            assert (await client.get(screenshot)).status_code == 200
+
+            await own_redis.kill()
+            during = await client.get(screenshot)
+            await own_redis.start()  # empty: every lease is gone
+            assert await edge.services.ownership.holder_url(rig_id) is None
+
+            # The holder's lease refresh finds its lease gone and claims the rig again.
+            await wait_for_holder(edge, rig_id, holder.base_url, timeout_s=20)
+            after = await client.get(screenshot)
+            swept = [
+                await sweeper.services.sessions.sweep_orphans(grace_s=0)
+                for sweeper in (edge, holder, edge, holder)
+            ]
+            session = await client.get(f"/v1/sessions/{session_id}")
+        ended_events = await _ended_events(holder, session_id)
+        still_live = holder.services.sessions.live.get(session_id) is not None
+
+    # While Redis is away the other node cannot tell who holds the rig: retry, not 500.
+    assert during.status_code == 503, during.text
+    assert after.status_code == 200, after.text
+    assert swept == [[], [], [], []]
+    assert session.json()["status"] == "active"
+    assert still_live
+    assert ended_events == 0
+
+
+async def test_a_node_holding_no_rig_restarted_ends_nobodys_session(
+    tmp_path: Path, shared_store_url: str
+) -> None:
+    node = _nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
+    async with node(rigs=1) as holder:
+        rig_id = holder.rig_ids[0]
+        async with node() as edge, _client(edge, holder.api_key) as client:
+            await wait_for_holder(edge, rig_id, holder.base_url)
+            # Started and used through the node about to restart (forwarded to the holder).
+            created = await client.post("/v1/sessions", json={"rig_id": rig_id})
+            assert created.status_code == 201, created.text
+            session_id = created.json()["session_id"]
+            assert (await client.get(f"/v1/sessions/{session_id}/screenshot")).status_code == 200
+
+        async with node() as restarted, _client(restarted, holder.api_key) as client:
+            await wait_for_holder(restarted, rig_id, holder.base_url)
+            swept = [await restarted.services.sessions.sweep_orphans(grace_s=0) for _ in range(2)]
+            screenshot = await client.get(f"/v1/sessions/{session_id}/screenshot")
+            session = await client.get(f"/v1/sessions/{session_id}")
+        ended_events = await _ended_events(holder, session_id)
+        still_live = holder.services.sessions.live.get(session_id) is not None
+
+    assert swept == [[], []]
+    assert screenshot.status_code == 200, screenshot.text
+    assert session.json()["status"] == "active"
+    assert still_live
+    assert ended_events == 0
