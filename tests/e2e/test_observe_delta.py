@@ -1,5 +1,6 @@
 """`observe?since=<frame_id>` on the sim rig: the image shows only what changed since the
-frame, scaled as a screenshot of that region would be, and the targets come as a diff.
+frame, at the scale of the full picture (so it pastes onto it), and the targets come as
+a diff.
 
 The sim reports exact damage (only the controls whose view changed), so the changed
 region can be told exactly here."""
@@ -10,6 +11,7 @@ import base64
 import io
 from typing import Any
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -17,7 +19,7 @@ from tests.e2e.harness import Stack, batch_ran
 
 pytestmark = pytest.mark.postgres
 
-MAX_WIDTH = 64
+MAX_WIDTH = 1280  # the sim's 1920x1080 desktop is shown at 2/3
 
 
 async def _observe(stack: Stack, session_id: str, **params: Any) -> dict[str, Any]:
@@ -37,9 +39,9 @@ async def _click_checkbox(stack: Stack, session_id: str) -> None:
     assert batch_ran(response) == 1
 
 
-def _jpeg_size(encoded: str) -> tuple[int, int]:
+def _pixels(encoded: str) -> np.ndarray[tuple[int, ...], np.dtype[np.int16]]:
     with Image.open(io.BytesIO(base64.b64decode(encoded))) as image:
-        return image.size
+        return np.asarray(image.convert("L"), dtype=np.int16)
 
 
 async def _error(stack: Stack, session_id: str, since: str) -> tuple[int, str]:
@@ -58,20 +60,44 @@ async def test_a_checkbox_click_since_a_frame_sends_the_checkbox_only(stack: Sta
 
     delta = await _observe(stack, session_id, max_width=MAX_WIDTH, since=before["frame_id"])
 
+    # The box, widened to whole pixels of the 2/3 picture: multiples of 3 native.
     box = stack.sim().control_rect("remember")
-    assert delta["changed_region"] == [box.x, box.y, box.w, box.h]
-    shot = await stack.client.get(
-        f"/v1/sessions/{session_id}/screenshot",
-        params={"x": box.x, "y": box.y, "w": box.w, "h": box.h, "max_width": MAX_WIDTH},
-    )
-    assert shot.status_code == 200, shot.text
-    with Image.open(io.BytesIO(shot.content)) as region_shot:
-        assert _jpeg_size(delta["jpeg_base64"]) == region_shot.size
-    assert (delta["width"], delta["height"]) == region_shot.size
+    x, y, w, h = delta["changed_region"]
+    assert (x % 3, y % 3, w % 3, h % 3) == (0, 0, 0, 0)
+    assert x <= box.x < box.x + box.w <= x + w
+    assert y <= box.y < box.y + box.h <= y + h
+    assert x + w - (box.x + box.w) < 3 + 24  # at most the grid and the least image edge
     assert "targets" not in delta
     diff = delta["targets_diff"]
     assert [t["name"] for t in diff["changed"]] == ["Remember me"]
     assert (diff["added"], diff["removed"]) == ([], [])
+    assert [line.split("] ")[1].split(" (")[0] for line in delta["text"]["targets"]] == [
+        "Remember me"
+    ]
+
+
+async def test_the_delta_image_is_the_full_pictures_pixels_at_its_place(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    await _click_checkbox(stack, session_id)
+    before = await _observe(stack, session_id, max_width=MAX_WIDTH)
+    await _click_checkbox(stack, session_id)
+
+    delta = await _observe(stack, session_id, max_width=MAX_WIDTH, since=before["frame_id"])
+    full = await _observe(stack, session_id, max_width=MAX_WIDTH)
+
+    # The full picture's scale: 1280 / 1920 across, 720 / 1080 down.
+    scale_x, scale_y = full["width"] / full["native_width"], full["height"] / full["native_height"]
+    x, y, w, h = delta["changed_region"]
+    size = (round(w * scale_x), round(h * scale_y))
+    image = _pixels(delta["jpeg_base64"])
+    assert (delta["width"], delta["height"]) == size
+    assert image.shape == (size[1], size[0])
+    left, top = round(x * scale_x), round(y * scale_y)
+    cut = _pixels(full["jpeg_base64"])[top : top + size[1], left : left + size[0]]
+    # Up to JPEG: the same pixels, where a one-pixel shift would differ along every edge.
+    assert np.abs(image - cut).mean() < 4
+    shifted = _pixels(full["jpeg_base64"])[top + 1 : top + 1 + size[1], left : left + size[0]]
+    assert np.abs(image - shifted).mean() > np.abs(image - cut).mean()
 
 
 async def test_nothing_changed_since_a_frame_sends_no_image(stack: Stack) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from rigway.gateway.desktop.delta import changed_region, target_digests, targets_diff
+from rigway.agent.imaging import scaled_size
+from rigway.gateway.desktop.delta import (
+    changed_region,
+    picture_size,
+    scaled_region,
+    target_digests,
+    targets_diff,
+)
 from rigway.gateway.desktop.frames import MAX_FRAME_TARGETS, Frame, FrameRegistry
 from rigway.gateway.desktop.schemas import TargetOut
 from rigway.protocol import ops
@@ -260,3 +267,72 @@ def test_damage_outside_the_scope_is_no_change() -> None:
 
 def test_damage_that_cannot_be_told_is_the_whole_scope() -> None:
     assert changed_region(_changed(known=False), (5, 6, 7, 8)) == (5, 6, 7, 8)
+
+
+# ---- the delta image's scale: the full picture's ----------------------------------------
+
+
+def _delta_image(
+    region: tuple[int, int, int, int], scope: tuple[int, int, int, int], cap: int
+) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """What the host makes of the capture asked for: the region and its image size."""
+    shown, max_width = scaled_region(region, scope, cap)
+    return shown, scaled_size(shown[2], shown[3], max_width)
+
+
+def test_the_picture_size_caps_the_long_edge_and_never_upscales() -> None:
+    assert picture_size(1920, 1080, 1280) == (1280, 720)
+    assert picture_size(1080, 1920, 1280) == (720, 1280)
+    assert picture_size(800, 600, 1280) == (800, 600)
+    assert picture_size(800, 600, None) == (800, 600)
+
+
+def test_a_region_snaps_to_the_scale_grid_and_lands_on_whole_picture_pixels() -> None:
+    # 1920 -> 1280 is 2/3: regions widen to multiples of 3 native pixels.
+    shown, size = _delta_image((908, 339, 168, 34), WHOLE_DESKTOP, 1280)
+    assert shown == (906, 339, 171, 36)
+    assert size == (114, 24)  # region * 2/3, exactly
+    # It pastes at (604, 226) of the 1280x720 picture, whole pixels.
+    assert (shown[0] * 2 % 3, shown[1] * 2 % 3) == (0, 0)
+
+
+def test_the_delta_image_has_the_full_pictures_scale_for_any_region() -> None:
+    for region in ((0, 0, 1920, 1080), (269, 169, 1376, 736), (1, 2, 3, 4), (1917, 1077, 3, 3)):
+        shown, size = _delta_image(region, WHOLE_DESKTOP, 1280)
+        x, y, w, h = shown
+        assert size == (round(w * 2 / 3), round(h * 2 / 3)), region
+        assert min(x, y) >= 0, region
+        assert x + w <= 1920, region
+        assert y + h <= 1080, region
+        assert x <= region[0] <= region[0] + region[2] <= x + w, region  # covers it
+        assert y <= region[1] <= region[1] + region[3] <= y + h, region
+
+
+def test_a_tiny_region_still_gets_an_image_the_host_can_be_asked_for() -> None:
+    shown, max_width = scaled_region((500, 500, 1, 1), WHOLE_DESKTOP, 1280)
+    assert max_width is not None
+    assert max_width >= 16
+    assert scaled_size(shown[2], shown[3], max_width)[0] >= 16
+
+
+def test_a_scale_without_a_small_grid_is_within_a_pixel() -> None:
+    # 1366 -> 1280 is 640/683 across (nothing to snap to), 768 -> 720 is 15/16 down.
+    scope = (0, 0, 1366, 768)
+    shown, size = _delta_image((101, 203, 400, 50), scope, 1280)
+    assert shown == (101, 192, 400, 64)
+    assert abs(size[0] - 400 * 1280 / 1366) <= 1
+    assert abs(size[1] - 64 * 720 / 768) <= 1
+
+
+def test_a_native_size_picture_asks_for_no_cap_and_no_snap() -> None:
+    assert scaled_region((7, 9, 11, 13), WHOLE_DESKTOP, None) == ((7, 9, 11, 13), None)
+    assert scaled_region((7, 9, 11, 13), WHOLE_DESKTOP, 4000) == ((7, 9, 11, 13), None)
+
+
+def test_the_grid_runs_from_the_scopes_origin() -> None:
+    # An app window at (101, 50), 900 wide, shown 600 wide: 2/3 from its own corner.
+    scope = (101, 50, 900, 600)
+    shown, size = _delta_image((205, 100, 50, 40), scope, 600)
+    x, y, w, h = shown
+    assert ((x - 101) % 3, (y - 50) % 3, w % 3, h % 3) == (0, 0, 0, 0)
+    assert size == (w * 2 // 3, h * 2 // 3)
