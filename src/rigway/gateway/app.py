@@ -88,6 +88,7 @@ from rigway.gateway.sessions.tasks import SessionTimers
 from rigway.gateway.settings import GatewaySettings
 from rigway.gateway.stream.routes import router as stream_router
 from rigway.gateway.stream.service import StreamService
+from rigway.gateway.stream.tokens import link_tokens
 from rigway.gateway.takeover.routes import router as takeover_router
 from rigway.gateway.takeover.service import TakeoverService
 from rigway.gateway.webhooks.routes import router as webhooks_router
@@ -130,6 +131,9 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     identity, console_tokens = _console_auth(settings, clock, db, rate_limits)
     secret_key_file = settings.secret_key_file or settings.state_dir / "secret.key"
     box = SecretBox.from_file(secret_key_file)
+    secret_key = secret_key_file.read_bytes().strip()
+    # Several nodes: the one-time links' keys derive from the shared secret key.
+    stream_tokens, takeover_tokens = link_tokens(clock.now, secret_key, settings.redis_url)
     resolver = SystemResolver()
     dispatcher = WebhookDispatcher(
         db,
@@ -141,7 +145,9 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         poll_interval_s=settings.webhook_poll_interval_s,
     )
     sessions.on_events_written = dispatcher.notify
-    stream = StreamService(sessions.live, registry, settings, clock)
+    stream = StreamService(
+        sessions.live, registry, settings, clock, stream_tokens, ownership.holder_url
+    )
     sessions.on_session_ended.append(stream.on_session_ended)
     frames = FrameRegistry()
 
@@ -158,7 +164,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     sessions.on_session_ended.append(recorder.forget)
     recordings = RecordingService(db, clock, settings, sessions, recorder)
     desktop = DesktopService(sessions, registry, settings, frames, recorder)
-    takeover = TakeoverService(sessions, desktop, stream, settings, clock)
+    takeover = TakeoverService(sessions, desktop, stream, settings, clock, takeover_tokens)
     sessions.on_session_ended.append(takeover.on_session_ended)
     rig_owner = RigOwnerActions(
         rigs,
@@ -200,7 +206,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
         stream=stream,
         notices=notices,
         ownership=ownership,
-        peers=PeerClients(secret_key_file.read_bytes().strip()),
+        peers=PeerClients(secret_key),
         metrics=GatewayMetrics(settings.resolved_node_name()),
         takeover=takeover,
         recorder=recorder,

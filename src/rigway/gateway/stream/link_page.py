@@ -68,7 +68,7 @@ class LinkPage:
             "token_used": f"This {link_name} link was already used: ask for a new one.",
         }
 
-    def for_token(
+    async def for_token(
         self,
         request: Request,
         tokens: ViewerTokens,
@@ -76,14 +76,18 @@ class LinkPage:
         extra: Callable[[ViewerClaims], Mapping[str, object]] | None = None,
     ) -> HTMLResponse:
         """The page for `token` (checked, not used up): its config holds the signaling
-        URL, the session, the ICE servers and `extra` of the token's claims."""
+        URL, the session, the ICE servers and `extra` of the token's claims. A session
+        live on another node (it holds the rig) is served too: the socket is relayed."""
         services = services_of(request)
         try:
-            claims = tokens.verify(token)
+            claims = await tokens.check(token)
         except TokenRejectedError as exc:
             refusal = self._refusals.get(exc.reason, self._refusals["invalid_token"])
             return self.message(401, refusal)
-        if services.sessions.live.get(claims.session_id) is None:
+        if (
+            services.sessions.live.get(claims.session_id) is None
+            and await services.stream.holder_url_of(claims.rig_id) is None
+        ):
             return self.message(410, "The session has ended.")
         signaling_url = self._signaling_url_for(public_base(request, services.settings))
         config: dict[str, object] = {

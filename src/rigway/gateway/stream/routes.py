@@ -17,12 +17,18 @@ from fastapi import APIRouter, Query, Request, WebSocket
 from starlette.responses import RedirectResponse, Response
 
 from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.cluster.socket_relay import is_relayed, relay_socket
 from rigway.gateway.console.session import SignInRequired, require_signed_in
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
 from rigway.gateway.stream.link_page import LinkPage, public_base
-from rigway.gateway.stream.service import Refused, StreamCredentialsOut, signaling_url_for
+from rigway.gateway.stream.service import (
+    Refused,
+    RelayToHolder,
+    StreamCredentialsOut,
+    signaling_url_for,
+)
 from rigway.gateway.stream.signaling import ViewerChannel
 
 __all__ = ["router"]
@@ -66,14 +72,19 @@ async def signal(
     session_id: str | None = None,
     max_width: Annotated[int | None, Query(ge=16, le=16384)] = None,
 ) -> None:
-    service = services_of(websocket).stream
+    services = services_of(websocket)
+    service = services.stream
+    secret_key = services.peers.secret_key
     # Accept first: a refusal then carries its close code and reason to the viewer.
     await websocket.accept()
     try:
-        live = service.admit(token, session_id)
+        live = await service.admit(token, session_id, relayed=is_relayed(websocket, secret_key))
     except Refused as refused:
         logger.info("viewer refused: %s", refused.reason)
         await websocket.close(code=refused.code, reason=refused.reason)
+        return
+    except RelayToHolder as elsewhere:
+        await relay_socket(websocket, elsewhere.node_url, secret_key)
         return
     channel = ViewerChannel(websocket, service, live, max_width=max_width)
     service.register(channel)
@@ -83,7 +94,7 @@ async def signal(
 @router.get("/v1/stream/view", include_in_schema=False)
 async def view(request: Request, token: str = "") -> Response:
     tokens = services_of(request).stream.tokens
-    return _PAGE.for_token(request, tokens, token, lambda claims: {"rig_id": claims.rig_id})
+    return await _PAGE.for_token(request, tokens, token, lambda claims: {"rig_id": claims.rig_id})
 
 
 @router.get("/v1/stream/static/{name}", include_in_schema=False)

@@ -4,6 +4,11 @@ viewers of each session (so a session end can say `bye` to every one of them).
 Admission and registration happen in one synchronous step (no await between the
 liveness check and the registration), so a viewer can never slip in after its
 session's end listener ran.
+
+With several nodes a viewer's socket may reach a node that does not hold the session's
+rig: admission then names the node that does (`RelayToHolder`) without using the token
+up, and the route relays the socket to that node's same endpoint, where the token is
+used (once across nodes) and the viewer served as if it had come there.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -29,6 +34,7 @@ __all__ = [
     "CLOSE_CODES",
     "MAX_VIEWERS_PER_SESSION",
     "Refused",
+    "RelayToHolder",
     "StreamCredentialsOut",
     "StreamService",
     "ViewerHandle",
@@ -56,6 +62,9 @@ CLOSE_CODES: dict[str, int] = {
     "host_error": 4502,
     "rig_offline": 4503,
     "host_timeout": 4504,
+    # A node in the way did not answer (the token store, the node holding the rig): the
+    # token is not used up, so the same link may try again.
+    "unavailable": 1013,
 }
 
 
@@ -68,24 +77,63 @@ class Refused(Exception):
         self.code = CLOSE_CODES[reason]
 
 
-def redeem_token(
-    tokens: ViewerTokens, live: LiveSessions, token: str | None, session_hint: str | None
+class RelayToHolder(Exception):
+    """The socket's session is live on the node at `node_url`, which holds its rig."""
+
+    def __init__(self, node_url: str) -> None:
+        super().__init__(node_url)
+        self.node_url = node_url
+
+
+HolderUrlOf = Callable[[str], Awaitable[str | None]]
+
+
+async def _held_by_no_other_node(rig_id: str) -> str | None:
+    return None
+
+
+async def redeem_token(
+    tokens: ViewerTokens,
+    live: LiveSessions,
+    token: str | None,
+    session_hint: str | None,
+    *,
+    holder_url_of: HolderUrlOf = _held_by_no_other_node,
+    relayed: bool = False,
 ) -> LiveSession:
     """Use up a one-time link's token and return the live session it names, or raise
     `Refused`: a missing, expired or used token, another session's id beside it, or a
-    session that ended (or moved to another rig) since the token was issued."""
+    session that ended (or moved to another rig) since the token was issued.
+
+    A valid token of a session not live here whose rig another node holds raises
+    `RelayToHolder` instead, unused: that node uses it. A socket relayed here already
+    (`relayed`) is never relayed again. Returns with no await after the liveness
+    check, so the caller registers the socket in the same step."""
     if not token:
         raise Refused("invalid_token")
     try:
-        claims = tokens.consume(token)
+        claims = tokens.verify(token)
+    except TokenRejectedError as exc:
+        raise Refused(exc.reason) from exc
+    if not relayed and _live_session(live, claims.session_id, claims.rig_id) is None:
+        holder = await holder_url_of(claims.rig_id)
+        if holder is not None:
+            raise RelayToHolder(holder)
+    try:
+        claims = await tokens.use_once(token)
     except TokenRejectedError as exc:
         raise Refused(exc.reason) from exc
     if session_hint is not None and session_hint != claims.session_id:
         raise Refused("token_session_mismatch")
-    session = live.get(claims.session_id)
-    if session is None or session.rig_id != claims.rig_id:
+    session = _live_session(live, claims.session_id, claims.rig_id)
+    if session is None:
         raise Refused("session_ended")
     return session
+
+
+def _live_session(live: LiveSessions, session_id: str, rig_id: str) -> LiveSession | None:
+    session = live.get(session_id)
+    return session if session is not None and session.rig_id == rig_id else None
 
 
 class StreamCredentialsOut(BaseModel):
@@ -142,11 +190,14 @@ class StreamService:
         settings: GatewaySettings,
         clock: Clock,
         tokens: ViewerTokens | None = None,
+        holder_url_of: HolderUrlOf = _held_by_no_other_node,
     ) -> None:
+        """`holder_url_of`: the address of the other node holding a rig, if one does."""
         self._live = live
         self.registry = registry
         self.settings = settings
         self.tokens = tokens if tokens is not None else ViewerTokens(clock.now)
+        self.holder_url_of = holder_url_of
         self._viewers: dict[str, dict[str, ViewerHandle]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -173,12 +224,22 @@ class StreamService:
 
     # ---- admission -------------------------------------------------------------------
 
-    def admit(self, token: str | None, session_hint: str | None) -> LiveSession:
-        """Consume the token and return its live session, or raise `Refused`.
+    async def admit(
+        self, token: str | None, session_hint: str | None, *, relayed: bool = False
+    ) -> LiveSession:
+        """Consume the token and return its live session, or raise `Refused` (or
+        `RelayToHolder`: see `redeem_token`).
 
-        Synchronous on purpose: the caller registers the viewer right after, with no
-        await in between (see the module docstring)."""
-        live = redeem_token(self.tokens, self._live, token, session_hint)
+        No await after the checks: the caller registers the viewer right after, with
+        none in between either (see the module docstring)."""
+        live = await redeem_token(
+            self.tokens,
+            self._live,
+            token,
+            session_hint,
+            holder_url_of=self.holder_url_of,
+            relayed=relayed,
+        )
         if len(self._viewers.get(live.id, {})) >= MAX_VIEWERS_PER_SESSION:
             raise Refused("too_many_viewers")
         return live
@@ -213,6 +274,7 @@ class StreamService:
         while self._tasks:
             with contextlib.suppress(Exception):
                 await asyncio.gather(*self._tasks)
+        await self.tokens.close()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coroutine)

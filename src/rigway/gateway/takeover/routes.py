@@ -18,11 +18,12 @@ from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import Response
 
 from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.cluster.socket_relay import is_relayed, relay_socket
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
 from rigway.gateway.stream.link_page import LinkPage, public_base
-from rigway.gateway.stream.service import Refused
+from rigway.gateway.stream.service import Refused, RelayToHolder
 from rigway.gateway.takeover.channel import TakeoverChannel
 from rigway.gateway.takeover.schemas import TakeoverOut
 from rigway.gateway.takeover.service import signaling_url_for
@@ -65,13 +66,20 @@ async def signal(
     websocket: WebSocket, token: str | None = None, session_id: str | None = None
 ) -> None:
     services = services_of(websocket)
+    secret_key = services.peers.secret_key
     # Accept first: a refusal then carries its close code and reason to the page.
     await websocket.accept()
     try:
-        live = services.takeover.admit(token, session_id)
+        live = await services.takeover.admit(
+            token, session_id, relayed=is_relayed(websocket, secret_key)
+        )
     except Refused as refused:
         logger.info("takeover refused: %s", refused.reason)
         await websocket.close(code=refused.code, reason=refused.reason)
+        return
+    except RelayToHolder as elsewhere:
+        # The person drives the rig through the node holding its link.
+        await relay_socket(websocket, elsewhere.node_url, secret_key)
         return
     channel = TakeoverChannel(websocket, services.stream, services.takeover, live, max_width=None)
     services.takeover.claim(channel)
@@ -80,7 +88,7 @@ async def signal(
 
 @router.get("/v1/takeover/view", include_in_schema=False)
 async def view(request: Request, token: str = "") -> Response:
-    return _PAGE.for_token(request, services_of(request).takeover.tokens, token)
+    return await _PAGE.for_token(request, services_of(request).takeover.tokens, token)
 
 
 @router.get("/v1/takeover/static/{name}", include_in_schema=False)

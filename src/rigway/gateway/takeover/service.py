@@ -106,10 +106,20 @@ class TakeoverService:
 
     # ---- the person's socket ---------------------------------------------------------
 
-    def admit(self, token: str | None, session_hint: str | None) -> LiveSession:
-        """Consume the token and return its live session, or raise `Refused`.
-        Synchronous: the caller claims right after (`claim`), with no await between."""
-        live = redeem_token(self.tokens, self._live, token, session_hint)
+    async def admit(
+        self, token: str | None, session_hint: str | None, *, relayed: bool = False
+    ) -> LiveSession:
+        """Consume the token and return its live session, or raise `Refused` (or
+        `RelayToHolder`: the node holding the session's rig decides, there). No await
+        after the checks: the caller claims right after (`claim`), with none between."""
+        live = await redeem_token(
+            self.tokens,
+            self._live,
+            token,
+            session_hint,
+            holder_url_of=self.stream.holder_url_of,
+            relayed=relayed,
+        )
         if self.is_claimed(live.id):
             raise Refused("human_in_control")
         if self.stream.viewer_count(live.id) >= MAX_VIEWERS_PER_SESSION:
