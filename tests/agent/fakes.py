@@ -159,6 +159,9 @@ class FakeDesktop:
         width, height = self.size
         return [Display(0, 0, width, height, scale=1.0, primary=True)]
 
+    def set_reduce_motion(self, on: bool) -> None:
+        self.calls.append(("reduce_motion", on))
+
     def close(self) -> None:
         pass
 
@@ -233,6 +236,9 @@ class RecordingDesktop:
 
     def displays(self) -> list[Display]:
         return self.inner.displays()
+
+    def set_reduce_motion(self, on: bool) -> None:
+        self.inner.set_reduce_motion(on)
 
     def close(self) -> None:
         self.inner.close()

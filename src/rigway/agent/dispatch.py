@@ -61,6 +61,7 @@ from rigway.agent.apps import AppTracker, LaunchError, UnknownAppError
 from rigway.agent.backends.base import Desktop, Rect
 from rigway.agent.imaging import Mark, index_marks
 from rigway.agent.owner_presence import OwnerPresence
+from rigway.agent.reduce_motion import MotionReducer
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import (
     CapturedFrame,
@@ -137,12 +138,14 @@ class Dispatcher:
         input_executor: Executor | None = None,
         streams: StreamControl | None = None,
         presence: OwnerPresence | None = None,
+        motion: MotionReducer | None = None,
     ) -> None:
         """`input_executor` is the backend's input thread (one worker); the guard is
         confined to it. Without one the dispatcher owns a private one (see `close`).
         `streams` is the video publisher; None when aiortc/PyAV are not installed.
         `presence` tells whether the owner uses the rig (one over `desktop` if None);
-        each session start sets its delay."""
+        each session start sets its delay. `motion` turns the desktop's animations off
+        while a session is live (the `reduce_motion` option; None: left alone)."""
         self._desktop = desktop
         self._screen = screen
         self._accessibility = accessibility
@@ -154,6 +157,7 @@ class Dispatcher:
             SerialWorker("rigway-input") if input_executor is None else input_executor
         )
         self._presence = OwnerPresence(desktop) if presence is None else presence
+        self._motion = MotionReducer(desktop, enabled=False) if motion is None else motion
         self._act = ActService(
             desktop, screen, accessibility, guard, self._input_executor, self._presence
         )
@@ -230,7 +234,14 @@ class Dispatcher:
         """Stop any running batch and release held input at once; the session (apps,
         windows) survives until the grace period ends or the gateway says it ended."""
         self._act.interrupt()
-        return asyncio.wrap_future(self._input_executor.submit(self._guard.release_all))
+        return asyncio.wrap_future(self._input_executor.submit(self._let_go_of_desktop))
+
+    def _let_go_of_desktop(self) -> list[str]:
+        """Held input released and animations restored: the owner may take the desktop
+        back while the link is down (input worker)."""
+        released = self._guard.release_all()
+        self._motion.restore()
+        return released
 
     async def end_local_session(self, reason: str, session_id: str | None = None) -> bool:
         """Safety restore without the gateway (link gone past the grace, or `welcome`
@@ -251,6 +262,11 @@ class Dispatcher:
         down if it is ours."""
         if self._lifecycle_tasks:
             await asyncio.gather(*self._lifecycle_tasks, return_exceptions=True)
+        # Animations come back with the session's end; this covers a dispatcher closed
+        # with a session still live.
+        self._motion.session_ended()
+        if self._motion.engaged:
+            await self._in_input_worker(self._motion.restore)
         if self._streams is not None:
             await self._streams.close_all()
         if self._owns_input_executor:
@@ -273,6 +289,8 @@ class Dispatcher:
                     await self._screen.reset()
                     self._session = _Session(request.session_id, request.mode, baseline)
                     self._scope_to(request.mode)
+                    self._motion.session_started()
+                    await self._in_input_worker(self._motion.engage)
                 width, height = await self._screen.native_size()
                 return ops.SessionStarted(
                     native_width=width,
@@ -308,8 +326,10 @@ class Dispatcher:
         self._scope_to(None)
         _log.info("ending session %s (%s)", session.session_id, reason)
         self._act.interrupt()
+        self._motion.session_ended()
         # Input and apps first: they are what a stuck stream must never hold up.
         released = await self._in_input_worker(self._guard.release_all)
+        await self._in_input_worker(self._motion.restore)
         # Which windows are the session's is asked before the kill, while their owners
         # still run: a window can outlive its process (see `_session_windows`).
         windows = await self._session_windows(session.window_baseline)
@@ -442,17 +462,20 @@ class Dispatcher:
     async def _screen_changed_since(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.ChangedSince, body)
         self._require_session(request.session_id)
-        # The mark first: damage landing between the two reads is reported again later.
-        mark = await self._screen.damage_mark()
-        rects = await self._screen.damage_since(request.damage_mark)
-        if rects is None:
+        # One poll gives the mark and the damage: drawing after it is after the mark.
+        change = await self._screen.changed_since(request.damage_mark)
+        mark = change.damage_mark
+        if change.rects is None:
             return ops.ScreenChanged(known=False, damage_mark=mark).model_dump(), None
-        listed = [rect.as_list() for rect in rects if rect.w > 0 and rect.h > 0]
+        listed = [rect.as_list() for rect in change.rects if rect.w > 0 and rect.h > 0]
         if self._scope is not None:
             listed = clip_rects(listed, await asyncio.to_thread(self._scope.require_view))
         if len(listed) > ops.MAX_DIRTY_RECTS:
             listed = [_bounding_box(listed)]
-        return ops.ScreenChanged(known=True, damage_mark=mark, rects=listed).model_dump(), None
+        changed = ops.ScreenChanged(
+            known=True, damage_mark=mark, rects=listed, compared=change.compared
+        )
+        return changed.model_dump(), None
 
     async def _a11y_targets(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.A11yTargets, body)
@@ -480,6 +503,9 @@ class Dispatcher:
         self._require_session(request.session_id)
         if self._scope is not None:
             await self._check_app_input(self._scope, request)
+        if self._motion.needs_engage:
+            # The first batch since the link came back: animations off again.
+            await self._in_input_worker(self._motion.engage)
         # Accepted now, on the loop: an interrupt after this point stops this batch even
         # if it has not started on the worker yet.
         accepted = self._act.accept()
@@ -613,12 +639,13 @@ async def _failed(exc: Exception) -> Reply:
 
 
 def _capture_params(request: ops.ScreenCapture, marks: tuple[Mark, ...]) -> CaptureParams:
-    region = request.region
+    region, patch = request.region, request.picture_patch
     return CaptureParams(
         quality=request.quality,
         max_width=request.max_width,
         region=None if region is None else Rect(region.x, region.y, region.w, region.h),
         marks=marks,
+        picture_patch=None if patch is None else (patch.base_mark, patch.mark),
     )
 
 

@@ -35,6 +35,7 @@ from rigway.agent.held_input_journal import HeldInputJournal
 from rigway.agent.jpeg_strips import StripEncoder
 from rigway.agent.link import AgentLink
 from rigway.agent.owner_presence import OwnerPresence, OwnerPresenceReporter
+from rigway.agent.reduce_motion import MotionReducer
 from rigway.agent.safety import InputGuard
 from rigway.agent.screen import ScreenService
 from rigway.agent.stream import StreamControl, StreamSettings
@@ -88,6 +89,8 @@ class AgentSettings:
     # File naming the keys and buttons held now, so the next start releases what a
     # killed agent left down (Windows keeps them down); None: no journal.
     held_input_journal: Path | None = None
+    # The desktop's UI animations off while an API session is live (`reduce_motion.py`).
+    reduce_motion: bool = False
 
     def __post_init__(self) -> None:
         # Fail closed at start-up, with a message, rather than misbehave later.
@@ -190,6 +193,7 @@ async def run_agent(
         input_executor=input_worker,
         streams=open_streams(settings.stream, screen),
         presence=presence,
+        motion=MotionReducer(desktop, enabled=settings.reduce_motion),
     )
     try:
         # Before any session's input: let go of what a killed predecessor left down.

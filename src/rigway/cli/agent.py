@@ -25,6 +25,7 @@ from rigway.cli.agent_config import (
     agent_state_dir,
     default_token_file,
     read_agent_config,
+    reduce_motion_choice,
     resolve_run_target,
     write_agent_config,
 )
@@ -163,6 +164,14 @@ def run_command(
     health_file: Annotated[
         Path | None, typer.Option(help="Set by `rigway agent launch`: written once linked.")
     ] = None,
+    reduce_motion: Annotated[
+        bool | None,
+        typer.Option(
+            "--reduce-motion/--no-reduce-motion",
+            help="Turn the desktop's UI animations off while an API session is live, back "
+            'on after it (default: "reduce_motion" in agent.json, else off).',
+        ),
+    ] = None,
     state_dir: AgentStateDirOption = None,
 ) -> None:
     """Connect to the gateway and serve sessions until stopped."""
@@ -171,7 +180,8 @@ def run_command(
     from rigway.agent.update_service import SelfUpdate, self_update_settings
     from rigway.agent.updater import UpdateRefused
 
-    gateway, token_file = resolve_run_target(gateway, token_file, agent_state_dir(state_dir))
+    agent_dir = agent_state_dir(state_dir)
+    gateway, token_file = resolve_run_target(gateway, token_file, agent_dir)
     display = os.environ.get("DISPLAY")
     is_default_backend = backend is None
     backend = known_backend(backend_or_exit(display) if backend is None else backend)
@@ -210,6 +220,7 @@ def run_command(
         rig_token=token,
         backend=backend,
         held_input_journal=default_held_input_journal(token_file),
+        reduce_motion=reduce_motion_choice(reduce_motion, agent_dir),
     )
     socket_path = control_socket or default_control_socket(token_file)
     self_update = SelfUpdate(updates)

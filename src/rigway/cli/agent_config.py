@@ -1,5 +1,6 @@
 """What `rigway agent pair` remembers for `agent run`, `install` and `kill`: the gateway
-URL and the token file, in `<agent state dir>/agent.json`.
+URL and the token file, in `<agent state dir>/agent.json`; and the owner's choices for
+`agent run` that the file may hold (`"reduce_motion": true`, see `reduce_motion_choice`).
 
 The agent state dir is `--state-dir`, else `RIGWAY_AGENT_STATE_DIR`, else per user:
 `%LOCALAPPDATA%\\Rigway\\rig` on Windows, `$XDG_STATE_HOME/rigway` (or
@@ -25,6 +26,7 @@ __all__ = [
     "AgentStateDirOption",
     "default_agent_state_dir",
     "read_agent_config",
+    "reduce_motion_choice",
     "write_agent_config",
 ]
 
@@ -72,6 +74,8 @@ class AgentConfig:
 
     gateway: str | None = None
     token_file: Path | None = None
+    # The desktop's UI animations off while a session is live; None: not chosen.
+    reduce_motion: bool | None = None
 
 
 def read_agent_config(state_dir: Path) -> AgentConfig:
@@ -84,19 +88,36 @@ def read_agent_config(state_dir: Path) -> AgentConfig:
         return AgentConfig()
     gateway = data.get("gateway")
     token_file = data.get("token_file")
+    reduce_motion = data.get("reduce_motion")
     return AgentConfig(
         gateway=gateway if isinstance(gateway, str) and gateway else None,
         token_file=Path(token_file) if isinstance(token_file, str) and token_file else None,
+        reduce_motion=reduce_motion if isinstance(reduce_motion, bool) else None,
     )
 
 
 def write_agent_config(state_dir: Path, config: AgentConfig) -> Path:
-    """Remember `config` for the next `agent run`; returns the file written."""
+    """Remember `config` for the next `agent run`; returns the file written. A choice
+    left None keeps what the file says (pairing again keeps `reduce_motion`)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / AGENT_CONFIG_FILE
     token_file = None if config.token_file is None else str(config.token_file.absolute())
-    path.write_text(json.dumps({"gateway": config.gateway, "token_file": token_file}, indent=2))
+    data: dict[str, object] = {"gateway": config.gateway, "token_file": token_file}
+    reduce_motion = config.reduce_motion
+    if reduce_motion is None:
+        reduce_motion = read_agent_config(state_dir).reduce_motion
+    if reduce_motion is not None:
+        data["reduce_motion"] = reduce_motion
+    path.write_text(json.dumps(data, indent=2))
     return path
+
+
+def reduce_motion_choice(flag: bool | None, state_dir: Path) -> bool:
+    """`--reduce-motion`/`--no-reduce-motion` when given, else `"reduce_motion"` in
+    agent.json, else off."""
+    if flag is not None:
+        return flag
+    return read_agent_config(state_dir).reduce_motion is True
 
 
 def default_token_file(state_dir: Path) -> Path:

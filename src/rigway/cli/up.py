@@ -100,7 +100,9 @@ async def ensure_rig(
     return result.rig_id
 
 
-def start_agent_process(base_url: str, token_file: Path, desktop: str) -> subprocess.Popen[bytes]:
+def start_agent_process(
+    base_url: str, token_file: Path, desktop: str, *, reduce_motion: bool = False
+) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
         "-m",
@@ -113,6 +115,7 @@ def start_agent_process(base_url: str, token_file: Path, desktop: str) -> subpro
         str(token_file),
         "--backend",
         desktop,
+        "--reduce-motion" if reduce_motion else "--no-reduce-motion",
     ]
     return subprocess.Popen(command, stdin=subprocess.DEVNULL)
 
@@ -243,6 +246,8 @@ async def run_local(
     rigs: int,
     desktop: str,
     log_level: LogLevel = "warning",
+    *,
+    reduce_motion: bool = False,
 ) -> None:
     app = create_app(settings)
     services: Services = app.state.services
@@ -270,7 +275,9 @@ async def run_local(
             rig_ids.append(
                 await ensure_rig(services, account_id, base_url, token_file, f"local-{index + 1}")
             )
-            agents.append(start_agent_process(base_url, token_file, desktop))
+            agents.append(
+                start_agent_process(base_url, token_file, desktop, reduce_motion=reduce_motion)
+            )
         try:
             await wait_online(services.registry, rig_ids, agents, _AGENT_ONLINE_TIMEOUT_S)
         except AgentStartError as exc:
@@ -362,6 +369,13 @@ def up(
         LogLevel,
         typer.Option(help="debug, info (adds a line per request), warning or error."),
     ] = "warning",
+    reduce_motion: Annotated[
+        bool,
+        typer.Option(
+            help="The local agents turn the desktop's UI animations off while a session "
+            "is live (`rigway agent run --reduce-motion`)."
+        ),
+    ] = False,
 ) -> None:
     """Run the gateway with local rigs until interrupted."""
     if desktop not in DESKTOPS:
@@ -381,4 +395,15 @@ def up(
         except OSError as exc:
             typer.echo(f"rigway up: cannot make {settings.state_dir} private: {exc}", err=True)
             raise typer.Exit(code=1) from exc
-        event_loop.run(run_local(settings, host, port, listener, rigs, desktop, log_level))
+        event_loop.run(
+            run_local(
+                settings,
+                host,
+                port,
+                listener,
+                rigs,
+                desktop,
+                log_level,
+                reduce_motion=reduce_motion,
+            )
+        )

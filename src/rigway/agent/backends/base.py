@@ -223,4 +223,14 @@ class Desktop(Protocol):
         primary."""
         ...
 
+    def set_reduce_motion(self, on: bool) -> None:
+        """Turn the desktop's UI animations off (`on`), or back to what they were.
+
+        The agent's `reduce_motion` option: on while an API session is live, off again
+        at every way out of it (`rigway.agent.reduce_motion`). Called from the input
+        worker; idempotent both ways. A desktop whose animations someone else decides
+        (another settings manager) leaves them alone and logs why; a platform without
+        the notion does nothing. Best effort: raises only what it could not undo."""
+        ...
+
     def close(self) -> None: ...

@@ -88,6 +88,11 @@ class SimDesktop:
         self._displays: list[Display] | None = None
         # Set by tests (`record_local_input`): the sim has no keyboard of its own.
         self._last_local_input: float | None = None
+        # The `reduce_motion` option's flag (the sim draws no animations to turn off),
+        # and every change of it, for tests of its lifecycle.
+        self._motion_changed = threading.Condition(self._lock)
+        self._reduce_motion = False
+        self._motion_history: list[bool] = []
         # The first paint is the desktop's starting picture, not a change: no damage.
         self._refresh()
         self._damage.clear()
@@ -206,6 +211,14 @@ class SimDesktop:
                 return list(self._displays)
         return [Display(0, 0, self._width, self._height, scale=1.0, primary=True)]
 
+    def set_reduce_motion(self, on: bool) -> None:
+        """Records the flag (`reduces_motion`, `motion_history`): the sim does not animate."""
+        with self._motion_changed:
+            if on != self._reduce_motion:
+                self._reduce_motion = on
+                self._motion_history.append(on)
+                self._motion_changed.notify_all()
+
     def close(self) -> None:
         """Nothing to release: the sim holds no OS resources."""
 
@@ -286,6 +299,24 @@ class SimDesktop:
     def pointer(self) -> tuple[int, int]:
         with self._lock:
             return self._pointer
+
+    @property
+    def reduces_motion(self) -> bool:
+        """Whether the agent has the desktop's animations off now."""
+        with self._lock:
+            return self._reduce_motion
+
+    @property
+    def motion_history(self) -> tuple[bool, ...]:
+        """Each change of `reduces_motion`, in order (True: turned off animations)."""
+        with self._lock:
+            return tuple(self._motion_history)
+
+    def wait_reduce_motion(self, on: bool, timeout_s: float = 5.0) -> None:
+        """Until `reduces_motion` is `on`; TimeoutError after `timeout_s`."""
+        with self._motion_changed:
+            if not self._motion_changed.wait_for(lambda: self._reduce_motion == on, timeout_s):
+                raise TimeoutError(f"reduce motion still {self._reduce_motion}, not {on}")
 
     @property
     def pressed_keys(self) -> frozenset[str]:

@@ -33,6 +33,7 @@ from rigway.agent.backends.windows._jobs import open_job_tracker  # noqa: E402
 from rigway.agent.backends.windows._local_input import Win32InputHooks  # noqa: E402
 from rigway.agent.backends.windows._sendinput import SendInputPort  # noqa: E402
 from rigway.agent.backends.windows._toplevel import open_top_level_windows  # noqa: E402
+from rigway.agent.backends.windows._ui_effects import open_ui_effects  # noqa: E402
 from rigway.agent.backends.windows._uia import uia_port_factory  # noqa: E402
 
 __all__ = ["comtypes_gen_dir", "open_app_tracker", "open_desktop"]
@@ -81,4 +82,5 @@ def open_desktop() -> WindowsDesktop:
         state=open_desktop_state(),
         displays=Win32Displays(),
         local_input=local_input,
+        ui_effects=open_ui_effects(),
     )

@@ -51,6 +51,7 @@ DECLARING_MODULES: tuple[str, ...] = (
     "notify_icon",
     "displays",
     "local_input",
+    "ui_effects",
 )
 
 StructType = type[ctypes.Structure] | type[ctypes.Union]

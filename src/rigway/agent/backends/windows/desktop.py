@@ -37,6 +37,7 @@ from rigway.agent.backends.windows.roles import (
     StateRole,
     WindowsRole,
 )
+from rigway.agent.backends.windows.ui_effects import WindowsUiEffects
 
 __all__ = ["WindowsDesktop"]
 
@@ -56,9 +57,11 @@ class WindowsDesktop:
         state: StateRole,
         displays: DisplaysRole | None = None,
         local_input: LocalInputRole | None = None,
+        ui_effects: WindowsUiEffects | None = None,
     ) -> None:
         """`displays`: None reports one display covering the capture. `local_input`:
-        None never tells of the owner's input."""
+        None never tells of the owner's input. `ui_effects`: None leaves the
+        animations alone (`set_reduce_motion` does nothing)."""
         self._screen = screen
         self._input = input
         self._accessibility = accessibility
@@ -66,6 +69,7 @@ class WindowsDesktop:
         self._state = state
         self._displays = displays
         self._local_input = local_input
+        self._ui_effects = ui_effects
 
     @property
     def capture_mode(self) -> str:
@@ -143,6 +147,11 @@ class WindowsDesktop:
             records = []
         return to_displays(records, placement)
 
+    def set_reduce_motion(self, on: bool) -> None:
+        """The UI effects that animate, off and back (`ui_effects.py`)."""
+        if self._ui_effects is not None:
+            self._ui_effects.set_reduce_motion(on)
+
     def note_display_power(self, is_on: bool) -> None:
         """For the tray's window, which Windows tells when the display goes off or on."""
         self._state.note_display_power(is_on)
@@ -157,6 +166,7 @@ class WindowsDesktop:
             self._accessibility.close,
             self._state.close,
             *(() if self._local_input is None else (self._local_input.close,)),
+            *(() if self._ui_effects is None else (self._ui_effects.close,)),
         ):
             try:
                 close()

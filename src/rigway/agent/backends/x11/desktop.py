@@ -37,6 +37,7 @@ from rigway.agent.backends.x11.errors import X11UnavailableError
 from rigway.agent.backends.x11.input import PER_KEY_S, SETTLE_S, X11Input
 from rigway.agent.backends.x11.local_input import LocalInputListener, XInputRawSource
 from rigway.agent.backends.x11.windows import X11Windows
+from rigway.agent.backends.x11.xsettings import XSettingsMotion
 
 
 class X11Desktop:
@@ -64,6 +65,7 @@ class X11Desktop:
         self._accessibility = X11Accessibility(display_name, session_bus_address, screen_size)
         self._windows = X11Windows(display_name)
         self._state = X11DesktopState(display_name, system_bus_address=system_bus_address)
+        self._motion = XSettingsMotion(display_name)
         # Listens from the start, so input before the first batch counts too.
         self._local_input = LocalInputListener(partial(XInputRawSource, display_name))
         self._local_input.start()
@@ -170,6 +172,10 @@ class X11Desktop:
         """Raw events of XTEST's devices the listener read: for tests."""
         return self._local_input.injected_count
 
+    def set_reduce_motion(self, on: bool) -> None:
+        """As the XSETTINGS manager, when the desktop has none (`xsettings.py`)."""
+        self._motion.set_reduce_motion(on)
+
     def displays(self) -> list[Display]:
         """RandR's monitors (`displays.py`), on a connection of its own; any thread."""
         found = read_displays(self.display_name)
@@ -181,6 +187,7 @@ class X11Desktop:
     def close(self) -> None:
         """Release every connection and unbind the spare keycodes; safe to call twice."""
         self._input.close()
+        self._motion.close()
         with self._screen_lock:
             self._stop_damage()
             self._capture.close()
