@@ -1,33 +1,48 @@
 """Two gateway nodes as one service (one store, one Redis, one secret key): a rig's
 host links to node A, and every session operation works through node B, which
-forwards it to A over the peer link and answers with A's answer."""
+forwards it to A over the peer link and answers with A's answer: the API's, the
+console's pages and forms (the signed-in user forwarded with them), reads of a live
+session or an online rig (what only A knows: desktop state, displays, control), and
+Wake-on-LAN through a neighbour rig linked to A."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
+import socket
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
+from sqlalchemy import update
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
+from rigway.gateway.db.models import Rig
 from tests.e2e.harness import (
     QUICK_AGENT,
     Stack,
+    ok_json,
     one_service_settings,
     running_stack,
     wait_for_holder,
 )
+from tests.gateway.console.pages import ConsolePages, add_owner
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+# The desktop's state sampled often: the holder hears a change quickly.
+SAMPLED_AGENT = {**QUICK_AGENT, "desktop_state_interval_s": 0.02}
+OWNER = "owner@example.com"
 
 
 @dataclass
@@ -36,17 +51,40 @@ class TwoNodes:
     edge: Stack  # the requests arrive here
     rig_id: str
     client: httpx2.AsyncClient  # to the edge, with the holder's account's key
+    wake_socket: socket.socket  # where the holder's wake packets land (not the edge's)
+
+
+def _udp_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(5)
+    return sock
 
 
 @pytest.fixture
 async def two_nodes(tmp_path: Path, shared_store_url: str) -> AsyncIterator[TwoNodes]:
     shared = one_service_settings(tmp_path / "keys", REDIS_URL)
     async with AsyncExitStack() as nodes:
+        holders_wake, edges_wake = _udp_socket(), _udp_socket()
+        nodes.callback(holders_wake.close)
+        nodes.callback(edges_wake.close)
         holder = await nodes.enter_async_context(
-            running_stack(tmp_path / "a", shared_store_url, agent_settings=QUICK_AGENT, **shared)
+            running_stack(
+                tmp_path / "a",
+                shared_store_url,
+                agent_settings=SAMPLED_AGENT,
+                wake_broadcast=f"127.0.0.1:{holders_wake.getsockname()[1]}",
+                **shared,
+            )
         )
         edge = await nodes.enter_async_context(
-            running_stack(tmp_path / "b", shared_store_url, rigs=0, **shared)
+            running_stack(
+                tmp_path / "b",
+                shared_store_url,
+                rigs=0,
+                wake_broadcast=f"127.0.0.1:{edges_wake.getsockname()[1]}",
+                **shared,
+            )
         )
         rig_id = holder.rig_ids[0]
         await wait_for_holder(edge, rig_id, holder.base_url)
@@ -57,7 +95,7 @@ async def two_nodes(tmp_path: Path, shared_store_url: str) -> AsyncIterator[TwoN
             trust_env=False,
         )
         nodes.push_async_callback(client.aclose)
-        yield TwoNodes(holder, edge, rig_id, client)
+        yield TwoNodes(holder, edge, rig_id, client, holders_wake)
 
 
 async def test_a_session_starts_and_is_driven_through_the_other_node(two_nodes: TwoNodes) -> None:
@@ -205,3 +243,207 @@ async def test_the_other_node_lists_the_rig_online(two_nodes: TwoNodes) -> None:
 
     assert [rig["online"] for rig in listed.json()["rigs"]] == [True]
     assert one.json()["online"] is True
+
+
+# ---- reads of what only the holder knows ----
+
+
+def _without_the_clock(body: dict[str, Any]) -> dict[str, Any]:
+    """A Session or Rig without the fields that move with the clock between two reads."""
+    return {
+        name: value
+        for name, value in body.items()
+        if name not in ("duration_seconds", "billed_minutes")
+    }
+
+
+async def _screensaver_on(two_nodes: TwoNodes) -> None:
+    """The holder's rig shows its screensaver, and the holder has heard of it."""
+    two_nodes.holder.sim().set_desktop_state("screensaver")
+    registry = two_nodes.holder.services.registry
+    await Stack.wait_until(lambda: registry.desktop_state(two_nodes.rig_id) == "screensaver")
+
+
+async def test_a_live_session_reads_through_the_other_node_as_the_holder_says(
+    two_nodes: TwoNodes,
+) -> None:
+    client, holder = two_nodes.client, two_nodes.holder
+    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
+        "session_id"
+    ]
+    await _screensaver_on(two_nodes)
+
+    through_edge = ok_json(await client.get(f"/v1/sessions/{session_id}"))
+    from_holder = ok_json(await holder.client.get(f"/v1/sessions/{session_id}"))
+
+    assert through_edge["desktop_state"] == "screensaver"
+    assert through_edge["displays"] != []
+    assert _without_the_clock(through_edge) == _without_the_clock(from_holder)
+
+
+async def test_an_online_rig_reads_through_the_other_node_as_the_holder_says(
+    two_nodes: TwoNodes,
+) -> None:
+    client, holder = two_nodes.client, two_nodes.holder
+    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
+        "session_id"
+    ]
+    await _screensaver_on(two_nodes)
+
+    through_edge = ok_json(await client.get(f"/v1/rigs/{two_nodes.rig_id}"))
+    from_holder = ok_json(await holder.client.get(f"/v1/rigs/{two_nodes.rig_id}"))
+    listed = ok_json(await client.get("/v1/rigs"))["rigs"]
+
+    assert through_edge["active_session_id"] == session_id
+    assert through_edge["desktop_state"] == "screensaver"
+    assert through_edge == from_holder
+    # The list (one answer for rigs on any node) names the session from the store.
+    assert [rig["active_session_id"] for rig in listed] == [session_id]
+
+
+async def test_a_session_ended_through_the_other_node_keeps_the_holders_activity(
+    two_nodes: TwoNodes,
+) -> None:
+    client = two_nodes.client
+    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
+        "session_id"
+    ]
+    moved = await client.post(
+        f"/v1/sessions/{session_id}/input",
+        json={"events": [{"type": "mouse_move", "x": 10, "y": 10}]},
+    )
+    assert moved.status_code == 200, moved.text
+
+    ended = ok_json(await client.delete(f"/v1/sessions/{session_id}"))
+
+    # Ended by the holder (its live copy gone by the answer), with the action it
+    # counted and had yet to write to the store.
+    assert ended["ended_reason"] == "client"
+    assert ended["action_count"] == 1
+    assert two_nodes.holder.services.sessions.live.get(session_id) is None
+
+
+# ---- the console through the other node ----
+
+
+_MOVING_VALUES = re.compile(r'(data-live="[^"]*:(?:duration|last_seen|billed_minutes)">)[^<]*')
+
+
+def _page_without_the_clock(page: httpx2.Response) -> str:
+    assert page.status_code == 200, page.text
+    return _MOVING_VALUES.sub(r"\1", page.text)
+
+
+@pytest.fixture
+async def owner(two_nodes: TwoNodes) -> AsyncIterator[ConsolePages]:
+    """The rig's owner signed in to the console through the edge. The cookie is for the
+    host, not the port: the same browser reads the holder's pages with it too."""
+    await add_owner(two_nodes.holder, OWNER)
+    async with ConsolePages(two_nodes.edge) as pages:
+        yield await pages.signed_in(OWNER)
+
+
+async def test_console_session_and_rig_pages_through_the_other_node_are_the_holders(
+    two_nodes: TwoNodes, owner: ConsolePages
+) -> None:
+    session_id = await two_nodes.holder.start_session()
+    holder_url, rig_id = two_nodes.holder.base_url, two_nodes.rig_id
+
+    session_page = await owner.client.get(f"/console/sessions/{session_id}")
+    holders_session_page = await owner.client.get(f"{holder_url}/console/sessions/{session_id}")
+    rig_page = await owner.client.get(f"/console/rigs/{rig_id}")
+    holders_rig_page = await owner.client.get(f"{holder_url}/console/rigs/{rig_id}")
+    screenshot = await owner.client.get(f"/console/rigs/{rig_id}/screenshot")
+
+    assert _page_without_the_clock(session_page) == _page_without_the_clock(holders_session_page)
+    assert _page_without_the_clock(rig_page) == _page_without_the_clock(holders_rig_page)
+    # The rig page names the session running now (only the holder knows it is live).
+    assert f"/console/sessions/{session_id}" in rig_page.text
+    assert screenshot.status_code == 200, screenshot.text
+    assert screenshot.headers["content-type"] == "image/jpeg"
+    assert screenshot.content.startswith(b"\xff\xd8")
+
+
+async def test_console_take_control_and_hand_back_through_the_other_node(
+    two_nodes: TwoNodes, owner: ConsolePages
+) -> None:
+    session_id = await two_nodes.holder.start_session()
+
+    taken = await owner.post(f"/console/sessions/{session_id}/takeover")
+    handed_back = await owner.post(f"/console/sessions/{session_id}/hand-back")
+
+    # The holder issued the link, for the address the browser used.
+    assert taken.status_code == 303, taken.text
+    assert taken.headers["location"].startswith(f"{two_nodes.edge.base_url}/v1/takeover/view?")
+    assert handed_back.status_code == 303, handed_back.text
+    assert handed_back.headers["location"] == f"/console/sessions/{session_id}"
+
+
+async def test_console_kill_through_the_other_node_ends_the_session_on_the_holder(
+    two_nodes: TwoNodes, owner: ConsolePages
+) -> None:
+    session_id = await two_nodes.holder.start_session()
+
+    killed = await owner.post(f"/console/sessions/{session_id}/kill")
+
+    assert killed.status_code == 303, killed.text
+    assert two_nodes.holder.services.sessions.live.get(session_id) is None
+    ended = ok_json(await two_nodes.client.get(f"/v1/sessions/{session_id}"))
+    assert ended["ended_reason"] == "owner_kill"
+
+
+# ---- Wake-on-LAN through a neighbour linked to the other node ----
+
+
+async def _sleeper_beside_the_holders_rig(two_nodes: TwoNodes, mac: str) -> str:
+    """A rig of the account, offline now, on the LAN of the rig linked to the holder."""
+    holder = two_nodes.holder
+    sleeper = await holder.add_agent()
+    await holder.stop_agent(sleeper)
+    async with holder.services.db.begin() as db:
+        await db.execute(update(Rig).where(Rig.id == sleeper).values(mac=mac, lan="192.0.2.0/24"))
+        await db.execute(update(Rig).where(Rig.id == two_nodes.rig_id).values(lan="192.0.2.0/24"))
+    return sleeper
+
+
+async def test_wake_through_the_other_node_goes_through_the_neighbour_it_holds(
+    two_nodes: TwoNodes,
+) -> None:
+    sleeper = await _sleeper_beside_the_holders_rig(two_nodes, "52:54:00:aa:bb:cc")
+
+    woken = await two_nodes.client.post(f"/v1/rigs/{sleeper}/wake")
+
+    assert woken.status_code == 202, woken.text
+    assert woken.json() == {
+        "ok": True,
+        "rig_id": sleeper,
+        "via": two_nodes.rig_id,
+        "already_online": False,
+    }
+    packet = await asyncio.to_thread(two_nodes.wake_socket.recv, 1024)
+    assert packet[6:12] == bytes.fromhex("525400aabbcc")
+
+
+async def test_console_wake_through_the_other_node(
+    two_nodes: TwoNodes, owner: ConsolePages
+) -> None:
+    sleeper = await _sleeper_beside_the_holders_rig(two_nodes, "52:54:00:aa:bb:dd")
+
+    woken = await owner.post(f"/console/rigs/{sleeper}/wake")
+
+    assert woken.status_code == 303, woken.text
+    assert woken.headers["location"] == "/console/rigs?notice=wake_sent"
+    # Sent by the holder's side (the edge's own packets go elsewhere).
+    packet = await asyncio.to_thread(two_nodes.wake_socket.recv, 1024)
+    assert packet[6:12] == bytes.fromhex("525400aabbdd")
+
+
+async def test_wake_of_a_rig_online_on_the_other_node_says_already_online(
+    two_nodes: TwoNodes,
+) -> None:
+    through_edge = await two_nodes.client.post(f"/v1/rigs/{two_nodes.rig_id}/wake")
+    from_holder = await two_nodes.holder.client.post(f"/v1/rigs/{two_nodes.rig_id}/wake")
+
+    assert through_edge.status_code == from_holder.status_code == 200
+    assert through_edge.json() == from_holder.json()
+    assert through_edge.json()["already_online"] is True

@@ -119,6 +119,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     ownership = ownership_for(settings.redis_url, settings.node_url)
     sessions.holder_url = ownership.holder_url
     rigs.held_elsewhere = ownership.held_elsewhere
+    rigs.holder_url = ownership.holder_url
     sessions.on_ended_here = lambda session_id, rig_id, reason: notices.publish(
         SESSION_ENDED, {"session_id": session_id, "rig_id": rig_id, "reason": reason}
     )

@@ -10,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from rigway.gateway.auth.api_key_auth import KEY_PATTERN, ApiPrincipal
 from rigway.gateway.auth.console_tokens import JwksUnavailable
+from rigway.gateway.cluster.forwarding import ConsoleUser, forwarded_console_user, note_console_user
 from rigway.gateway.errors import ApiError, InvalidConsoleToken
 from rigway.gateway.services import services_of
 
@@ -46,7 +47,15 @@ async def console_principal(
     request: Request,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> ConsolePrincipal:
-    return await verify_console_token(request, bearer_token(request))
+    forwarded = forwarded_console_user(request)
+    if forwarded is not None:
+        # Verified by the node the request reached, which forwarded it to the rig's.
+        return ConsolePrincipal(account_id=forwarded.account_id, subject=forwarded.subject)
+    token = bearer_token(request)
+    principal = await verify_console_token(request, token)
+    assert token is not None  # verified
+    note_console_user(request, ConsoleUser(principal.account_id, principal.subject, token))
+    return principal
 
 
 async def key_or_console_principal(

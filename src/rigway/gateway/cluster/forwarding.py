@@ -9,6 +9,12 @@ they came (a JPEG crosses once, as bytes). The holder runs it through its own ap
 trusting the caller the link names; a forwarded request is never forwarded again: a
 holder that has lost the rig since says `421 not_held_here` at once, and the node the
 request reached looks the holder up once more before it gives up with a 503.
+
+The caller is an API key's principal, or a console user signed in where the request
+arrived (cookie or bearer console token): a console page that shows or changes a live
+session is run by the holder too, for the same reason. The holder builds its links
+(takeover, viewer) from the address the request arrived at, so the browser or agent
+reaches the service the way it came.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -47,6 +55,13 @@ NOT_HELD_HERE = 421
 FORWARD_TIMEOUT_S = 120.0
 # Forwarded requests one peer link runs at once on the holder.
 _MAX_CONCURRENT_PER_LINK = 256
+# Besides the request's own headers: the address and scheme it arrived at, from which
+# the holder builds the links it answers with (its own address is no use to the caller).
+_ARRIVAL_HEADERS = frozenset({"host", "x-forwarded-proto"})
+_CROSSING_HEADERS = FORWARDED_REQUEST_HEADERS | _ARRIVAL_HEADERS
+_FORM_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
+# `caller["kind"]` of a console user; an API caller has no kind (older nodes send none).
+_CONSOLE_CALLER = "console"
 
 
 class ForwardToHolder(Exception):
@@ -58,14 +73,44 @@ class ForwardToHolder(Exception):
         self.rig_id = rig_id
 
 
+@dataclass(frozen=True, slots=True)
+class ConsoleUser:
+    """A console user as the node the request reached verified them; `token` is their
+    console token, which keys the CSRF tokens of the forms a page carries."""
+
+    account_id: str
+    subject: str
+    token: str
+
+
 def is_forwarded(request: Request) -> bool:
     return FORWARDED_EXTENSION in request.scope.get("extensions", {})
 
 
-def forwarded_caller(request: Request) -> ApiPrincipal | None:
-    """The caller the sending node authenticated, on a request that came over a peer link."""
+def note_console_user(request: Request, user: ConsoleUser) -> None:
+    """Where the request arrived: its console user, for forwarding should its rig be
+    held by another node."""
+    request.state.console_user = user
+
+
+def forwarded_console_user(request: Request) -> ConsoleUser | None:
+    """The console user the sending node verified, on a request that came over a peer
+    link (None for an API caller's, and for a request that did not)."""
     caller = request.scope.get("extensions", {}).get(FORWARDED_EXTENSION)
-    if not isinstance(caller, dict):
+    if not isinstance(caller, dict) or caller.get("kind") != _CONSOLE_CALLER:
+        return None
+    return ConsoleUser(
+        account_id=str(caller["account_id"]),
+        subject=str(caller["subject"]),
+        token=str(caller["token"]),
+    )
+
+
+def forwarded_caller(request: Request) -> ApiPrincipal | None:
+    """The API caller the sending node authenticated, on a request that came over a
+    peer link (None for a console user's: a console token is never an API key)."""
+    caller = request.scope.get("extensions", {}).get(FORWARDED_EXTENSION)
+    if not isinstance(caller, dict) or "kind" in caller:
         return None
     return ApiPrincipal(
         account_id=str(caller["account_id"]),
@@ -88,26 +133,26 @@ async def forward(
             {"error": "not_held_here: this node no longer holds the rig"},
             status_code=NOT_HELD_HERE,
         )
-    caller: ApiPrincipal | None = getattr(request.state, "api_caller", None)
+    caller = _caller_of(request)
     if caller is None:
         raise ServiceUnavailable("the rig is held by another node; retry")
+    body, content_type = await _body_of(request)
+    headers = [
+        (name, value)
+        for name, value in request.headers.items()
+        if name in FORWARDED_REQUEST_HEADERS and name != "content-type"
+    ]
+    if content_type is not None:
+        headers.append(("content-type", content_type))
+    # Where it arrived, as this node resolved it (its proxy headers, if trusted, applied).
+    headers += [("host", request.url.netloc), ("x-forwarded-proto", request.url.scheme)]
     forwarded = ForwardedRequest(
         method=request.method,
         path=request.url.path,
         query=request.url.query,
-        headers=[
-            (name, value)
-            for name, value in request.headers.items()
-            if name in FORWARDED_REQUEST_HEADERS
-        ],
-        caller={
-            "account_id": caller.account_id,
-            "key_id": caller.key_id,
-            "environment": caller.environment,
-            "scopes": sorted(caller.scopes),
-        },
+        headers=headers,
+        caller=caller,
     )
-    body = await request.body()
     node_url = signal.node_url
     for attempt in range(2):
         started = time.perf_counter()
@@ -132,6 +177,40 @@ async def forward(
             break
         node_url = again
     raise ServiceUnavailable("the rig is moving between gateway nodes; retry")
+
+
+async def _body_of(request: Request) -> tuple[bytes, str | None]:
+    """The request's body and content type, to send on. A form (a console page's) was
+    read as a form already, which leaves no raw body behind: it goes as the same fields,
+    URL-encoded (console forms carry no files)."""
+    content_type = request.headers.get("content-type")
+    media_type = (content_type or "").partition(";")[0].strip().lower()
+    if media_type not in _FORM_TYPES:
+        return await request.body(), content_type
+    form = await request.form()
+    fields = [(name, value) for name, value in form.multi_items() if isinstance(value, str)]
+    return urlencode(fields).encode(), "application/x-www-form-urlencoded"
+
+
+def _caller_of(request: Request) -> dict[str, Any] | None:
+    """The request's authenticated caller as the peer link carries it."""
+    api_caller: ApiPrincipal | None = getattr(request.state, "api_caller", None)
+    if api_caller is not None:
+        return {
+            "account_id": api_caller.account_id,
+            "key_id": api_caller.key_id,
+            "environment": api_caller.environment,
+            "scopes": sorted(api_caller.scopes),
+        }
+    console_user: ConsoleUser | None = getattr(request.state, "console_user", None)
+    if console_user is not None:
+        return {
+            "kind": _CONSOLE_CALLER,
+            "account_id": console_user.account_id,
+            "subject": console_user.subject,
+            "token": console_user.token,
+        }
+    return None
 
 
 async def serve_peer(websocket: WebSocket, app: ASGIApp, secret_key: bytes) -> None:
@@ -198,21 +277,23 @@ async def run_in_app(
 ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """Run one forwarded request through this node's app, in this process."""
     path = str(header["path"])
+    headers = [
+        (str(name).lower(), str(value))
+        for name, value in header.get("headers", [])
+        if str(name).lower() in _CROSSING_HEADERS
+    ]
+    arrived_by = dict(headers).get("x-forwarded-proto")
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
         "http_version": "1.1",
         "method": str(header["method"]),
-        "scheme": "http",
+        "scheme": arrived_by if arrived_by in ("http", "https") else "http",
         "path": path,
         "raw_path": path.encode(),
         "query_string": str(header.get("query", "")).encode(),
         "root_path": "",
-        "headers": [
-            (str(name).lower().encode("latin-1"), str(value).encode("latin-1"))
-            for name, value in header.get("headers", [])
-            if str(name).lower() in FORWARDED_REQUEST_HEADERS
-        ]
+        "headers": [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
         + [(b"content-length", str(len(body)).encode())],
         "client": ("peer", 0),
         "server": ("peer", 0),

@@ -8,6 +8,11 @@ POST /console/sessions/{id}/hand-back  the person's control back to the API
 GET /console/live.json[?session=id…]  the live values of the account's rigs and live
                                       sessions, and of each `session` a page shows
                                       (live or not, at most 100), see `console.live`
+
+A live session whose rig another gateway node holds is shown and driven by that node:
+the page and its forms are forwarded there (`ForwardToHolder`), the signed-in user with
+them. The live values are read where the poll arrives: the store's for sessions other
+nodes serve (their activity as last flushed).
 """
 
 from __future__ import annotations
@@ -22,10 +27,9 @@ from rigway.gateway.console.csrf import CheckedUser
 from rigway.gateway.console.live import rig_values, session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
 from rigway.gateway.console.session import SignedInUser
-from rigway.gateway.errors import NotFound, ServiceUnavailable, SessionEnded
+from rigway.gateway.errors import NotFound
 from rigway.gateway.rigs.schemas import RigOut
 from rigway.gateway.services import Services, services_of
-from rigway.gateway.sessions.live import LiveSession
 from rigway.gateway.stream.link_page import public_base
 
 router = APIRouter(route_class=ConsoleRoute)
@@ -67,7 +71,8 @@ async def live_json(
 @router.get("/sessions/{session_id}")
 async def session_page(request: Request, session_id: str, user: SignedInUser) -> Response:
     services = services_of(request)
-    session = await services.sessions.get(user.account_id, session_id)  # 404 if not ours
+    # 404 if not ours; the node serving it answers when that is another.
+    session = await services.sessions.get_anywhere(user.account_id, session_id)
     try:
         rig: RigOut | None = services.rigs.view(
             await services.rigs.get(user.account_id, session.rig_id)
@@ -89,7 +94,7 @@ async def take_control(request: Request, session_id: str, user: CheckedUser) -> 
     """The owner takes control as an API caller would (`POST /v1/sessions/{id}/takeover`):
     the same one-time link, opened at once."""
     services = services_of(request)
-    live = await _live_here(services, user.account_id, session_id)
+    live = await services.sessions.require_live(user.account_id, session_id)
     taken = services.takeover.credentials(live, public_base(request, services.settings))
     return RedirectResponse(
         taken.viewer_url,
@@ -103,19 +108,6 @@ async def hand_back(request: Request, session_id: str, user: CheckedUser) -> Res
     """Whoever holds the session's control gives it back to the API (the owner's word
     over any takeover page); nothing happens when nobody holds it."""
     services = services_of(request)
-    await _live_here(services, user.account_id, session_id)
+    await services.sessions.require_live(user.account_id, session_id)
     await services.takeover.hand_back(session_id)
     return redirect(f"/console/sessions/{session_id}")
-
-
-async def _live_here(services: Services, account_id: str, session_id: str) -> LiveSession:
-    """The account's session live on this node: a takeover's page and socket are served
-    by the node holding its rig (404 page when not the account's, 410 once ended, 503
-    while another node holds it: the console's forms are not forwarded)."""
-    live = services.sessions.live.get(session_id)
-    if live is not None and live.account_id == account_id:
-        return live
-    session = await services.sessions.get(account_id, session_id)
-    if session.status != "active":
-        raise SessionEnded(f"session ended ({session.ended_reason or session.status})")
-    raise ServiceUnavailable("the session's rig is linked to another gateway node; retry")

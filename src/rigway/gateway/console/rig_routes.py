@@ -22,6 +22,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from starlette.responses import Response
 
+from rigway.gateway.cluster.forwarding import is_forwarded
 from rigway.gateway.console.csrf import CheckedUser
 from rigway.gateway.console.live import rig_values, session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
@@ -50,7 +51,8 @@ async def rigs_page(request: Request, user: SignedInUser) -> Response:
 @router.get("/rigs/{rig_id}")
 async def rig_page(request: Request, rig_id: str, user: SignedInUser) -> Response:
     services = services_of(request)
-    rig = services.rigs.view(await services.rigs.get(user.account_id, rig_id))  # 404: not ours
+    # 404 when not ours; the node holding its link answers (only it knows the session now).
+    rig = await services.rigs.view_anywhere(await services.rigs.get(user.account_id, rig_id))
     current = await current_session(services, user.account_id, rig.id)
     live = rig_values(rig, services.clock.now())
     if current is not None:
@@ -147,7 +149,9 @@ async def unpair_rig(request: Request, rig_id: str, user: CheckedUser) -> Respon
 
 @router.post("/rigs/{rig_id}/wake")
 async def wake_rig(request: Request, rig_id: str, user: CheckedUser) -> Response:
-    result = await services_of(request).rig_owner.wake(user.account_id, rig_id)
+    result = await services_of(request).rig_owner.wake(
+        user.account_id, rig_id, may_forward=not is_forwarded(request)
+    )
     return redirect(
         "/console/rigs", notice="already_online" if result.already_online else "wake_sent"
     )
@@ -158,6 +162,8 @@ async def rig_screenshot(request: Request, rig_id: str, user: SignedInUser) -> R
     services = services_of(request)
     rig = await services.rigs.get(user.account_id, rig_id)  # 404 for another account's rig
     live = services.sessions.live.for_rig(rig.id)
+    if live is None:
+        await services.rigs.forward_if_held_elsewhere(rig.id)  # its session lives there
     if live is None or live.account_id != user.account_id:
         raise NotFound("the rig has no live session", code="session_not_found")
     shot = await services.desktop.screenshot(

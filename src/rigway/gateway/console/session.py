@@ -24,6 +24,7 @@ from fastapi import Depends, Request
 from starlette.responses import Response
 
 from rigway.gateway.auth.console import ConsolePrincipal, verify_console_token
+from rigway.gateway.cluster.forwarding import ConsoleUser, forwarded_console_user, note_console_user
 from rigway.gateway.errors import InvalidConsoleToken
 
 __all__ = [
@@ -96,6 +97,11 @@ SESSION_COOKIE = ConsoleCookie("rigway_console")
 
 
 async def require_signed_in(request: Request) -> SignedIn:
+    forwarded = forwarded_console_user(request)
+    if forwarded is not None:
+        # The node the browser reached verified the cookie and forwarded the request
+        # here, to the node holding the rig it is about.
+        return SignedIn(ConsolePrincipal(forwarded.account_id, forwarded.subject), forwarded.token)
     token = SESSION_COOKIE.read(request)
     if token is None:
         raise SignInRequired("no console session")
@@ -103,6 +109,7 @@ async def require_signed_in(request: Request) -> SignedIn:
         principal = await verify_console_token(request, token)
     except InvalidConsoleToken as exc:
         raise SignInRequired(str(exc)) from exc
+    note_console_user(request, ConsoleUser(principal.account_id, principal.subject, token))
     return SignedIn(principal, token)
 
 

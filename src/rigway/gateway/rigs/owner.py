@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from rigway.gateway.cluster.forwarding import ForwardToHolder
 from rigway.gateway.errors import Conflict, HostError
 from rigway.gateway.hostlink.connection import HostOpError, HostTimeoutError, HostUnavailableError
 from rigway.gateway.hostlink.registry import HostRegistry
@@ -95,9 +96,15 @@ class RigOwnerActions:
         """Close the rig's link, if this node holds it: its token is revoked."""
         await self._registry.disconnect(rig_id, UNPAIRED_CLOSE_CODE, "unpaired")
 
-    async def wake(self, account_id: str, rig_id: str) -> WakeOut:
+    async def wake(self, account_id: str, rig_id: str, *, may_forward: bool = True) -> WakeOut:
+        """Wake-on-LAN through an online rig on the same LAN, else from the gateway.
+
+        A neighbour whose link another node of the service holds is reached through
+        that node (`ForwardToHolder`: the whole request runs there) once none linked
+        here could send it; `may_forward` is False for a request forwarded already,
+        which tries only the neighbours linked to the node it reached."""
         rig = await self._rigs.get(account_id, rig_id)
-        if self._registry.is_online(rig.id):
+        if self._registry.is_online(rig.id) or await self._rigs.held_elsewhere([rig.id]):
             return WakeOut(ok=True, rig_id=rig.id, already_online=True)
         if rig.mac is None:
             raise Conflict("no MAC address is known for this rig", code="wake_unavailable")
@@ -105,9 +112,17 @@ class RigOwnerActions:
             mac = parse_mac(rig.mac)
         except ValueError as exc:
             raise Conflict("the rig's MAC address is unusable", code="wake_unavailable") from exc
-        for neighbour in await self._rigs.lan_neighbours(rig):
+        neighbours = await self._rigs.lan_neighbours(rig)
+        for neighbour in neighbours:
             if await self._wake_through(neighbour.id, rig.mac):
                 return WakeOut(ok=True, rig_id=rig.id, via=neighbour.id)
+        if may_forward:
+            for neighbour in neighbours:
+                if self._registry.is_online(neighbour.id):
+                    continue  # linked here, and tried above
+                holder = await self._rigs.holder_url(neighbour.id)
+                if holder is not None:
+                    raise ForwardToHolder(holder, neighbour.id)
         host, port = parse_host_port(self._wake_broadcast)
         try:
             await send_magic_packet(mac, host, port)

@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, Response
 
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.cluster.forwarding import is_forwarded
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import RigId
 from rigway.gateway.rigs.schemas import (
@@ -78,7 +79,9 @@ async def wake_rig(
     `gateway`): 202. An online rig answers 200 with `already_online`; a rig with no MAC
     known is 409 `wake_unavailable`."""
     caller.require("rigs:wake")
-    result = await services_of(request).rig_owner.wake(caller.account_id, rig_id)
+    result = await services_of(request).rig_owner.wake(
+        caller.account_id, rig_id, may_forward=not is_forwarded(request)
+    )
     if result.already_online:
         response.status_code = 200
     return result

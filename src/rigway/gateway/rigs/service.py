@@ -14,11 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.clock import Clock
+from rigway.gateway.cluster.forwarding import ForwardToHolder
 from rigway.gateway.db.models import PairingCode, Rig
 from rigway.gateway.errors import InvalidRequest, rig_not_found
 from rigway.gateway.ids import new_id
 from rigway.gateway.rigs import repository
 from rigway.gateway.rigs.schemas import PairingCodeOut, PairOut, RigOut, displays_out
+from rigway.gateway.sessions import repository as sessions_repository
 from rigway.protocol import Hello
 from rigway.protocol.messages import DisplayInfo
 from rigway.protocol.ops import DesktopState
@@ -76,10 +78,15 @@ class RigService:
         self._pairing_code_ttl_s = pairing_code_ttl_s
         # Of these rigs, those whose link another node of the service holds.
         self.held_elsewhere: Callable[[list[str]], Awaitable[set[str]]] = _held_nowhere_else
+        # The address of the other node holding a rig's link, if any (cluster/ownership).
+        self.holder_url: Callable[[str], Awaitable[str | None]] = _held_by_no_other_node
 
-    def view(self, rig: Rig, *, is_held_elsewhere: bool = False) -> RigOut:
+    def view(
+        self, rig: Rig, *, is_held_elsewhere: bool = False, session_elsewhere: str | None = None
+    ) -> RigOut:
         """The rig as this node sees it; `is_held_elsewhere`: online on another node
-        (whose link state, desktop state and displays this node does not have)."""
+        (whose link state, desktop state and displays this node does not have), where
+        `session_elsewhere` is its active session, as the store says."""
         return RigOut(
             id=rig.id,
             name=rig.name,
@@ -91,7 +98,7 @@ class RigService:
             native_height=rig.native_height,
             agent_version=rig.agent_version,
             last_seen_at=rig.last_seen_at,
-            active_session_id=self._active_session_for(rig.id),
+            active_session_id=self._active_session_for(rig.id) or session_elsewhere,
             desktop_state=self._desktop_state_of(rig.id),
             displays=displays_out(self._displays_of(rig.id)),
             app_mode_only=rig.app_mode_only,
@@ -103,13 +110,33 @@ class RigService:
         async with self._db_sessions() as db:
             rigs = await repository.list_for_account(db, account_id)
         elsewhere = await self.held_elsewhere([r.id for r in rigs if not self._is_online(r.id)])
-        return [self.view(rig, is_held_elsewhere=rig.id in elsewhere) for rig in rigs]
+        sessions_elsewhere: dict[str, str] = {}
+        if elsewhere:
+            # Sessions other nodes serve are not live here: their ids are the store's.
+            async with self._db_sessions() as db:
+                active = await sessions_repository.list_active(db, account_id, None)
+            sessions_elsewhere = {row.rig_id: row.id for row in active if row.rig_id in elsewhere}
+        return [
+            self.view(
+                rig,
+                is_held_elsewhere=rig.id in elsewhere,
+                session_elsewhere=sessions_elsewhere.get(rig.id),
+            )
+            for rig in rigs
+        ]
 
     async def view_anywhere(self, rig: Rig) -> RigOut:
-        """`view`, online when any node of the service holds the rig's link."""
-        if self._is_online(rig.id):
-            return self.view(rig)
-        return self.view(rig, is_held_elsewhere=bool(await self.held_elsewhere([rig.id])))
+        """`view` by the node holding the rig's link: when another node holds it, that
+        node answers (`ForwardToHolder`), as only it knows the link's live state."""
+        await self.forward_if_held_elsewhere(rig.id)
+        return self.view(rig)
+
+    async def forward_if_held_elsewhere(self, rig_id: str) -> None:
+        """Raises `ForwardToHolder` when another node holds the rig's link."""
+        if not self._is_online(rig_id):
+            holder = await self.holder_url(rig_id)
+            if holder is not None:
+                raise ForwardToHolder(holder, rig_id)
 
     async def get(self, account_id: str, rig_id: str) -> Rig:
         async with self._db_sessions() as db:
@@ -236,3 +263,7 @@ class RigService:
 
 async def _held_nowhere_else(rig_ids: list[str]) -> set[str]:
     return set()
+
+
+async def _held_by_no_other_node(rig_id: str) -> str | None:
+    return None

@@ -74,7 +74,7 @@ async def kill_session(
 async def get_session(request: Request, session_id: SessionId, caller: ApiCaller) -> SessionOut:
     """The session in any status, active, ended or failed (scope `sessions`)."""
     caller.require("sessions")
-    return await services_of(request).sessions.get(caller.account_id, session_id)
+    return await services_of(request).sessions.get_anywhere(caller.account_id, session_id)
 
 
 async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:

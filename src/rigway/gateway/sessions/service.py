@@ -122,7 +122,16 @@ class SessionService:
         )
 
     async def get(self, account_id: str, session_id: str) -> SessionOut:
+        """The session as this node knows it: the live parts (desktop state, displays,
+        the owner's presence, control) only when it is live here."""
         return self.view(await self._row_for_account(account_id, session_id))
+
+    async def get_anywhere(self, account_id: str, session_id: str) -> SessionOut:
+        """`get`, answered by the node serving the session when that is another node
+        (`ForwardToHolder`): only it knows the live parts."""
+        row = await self._row_for_account(account_id, session_id)
+        await self._forward_if_served_elsewhere(row)
+        return self.view(row)
 
     async def list_active(self, account_id: str, api_key_id: str | None) -> list[SessionOut]:
         async with self._db_sessions() as db:
@@ -342,7 +351,10 @@ class SessionService:
         return row
 
     async def end_for_account(self, account_id: str, session_id: str, reason: str) -> SessionOut:
-        await self._row_for_account(account_id, session_id)
+        """Ends the account's session; one served by another node is ended there
+        (`ForwardToHolder`), with the activity it has yet to flush, and the answer
+        comes after its host's safety restore, as here."""
+        await self._forward_if_served_elsewhere(await self._row_for_account(account_id, session_id))
         return self.view(await self.end(session_id, reason))
 
     async def _restore_on_host(self, rig_id: str, session_id: str, reason: str) -> None:
@@ -512,6 +524,16 @@ class SessionService:
         if row is None or row.account_id != account_id:
             raise session_not_found()
         return row
+
+    async def _forward_if_served_elsewhere(self, row: Session) -> None:
+        """Raises `ForwardToHolder` when the row's session is active and another node
+        holds its rig's link (so serves it); nothing when it is live here, over, or
+        served by no node now (then the store is all there is to read or end)."""
+        if row.status != "active" or self.live.get(row.id) is not None:
+            return
+        holder = await self.holder_url(row.rig_id)
+        if holder is not None:
+            raise ForwardToHolder(holder, row.rig_id)
 
     async def _reload(self, db: DbSession, session_id: str) -> Session:
         row = await repository.get(db, session_id)
