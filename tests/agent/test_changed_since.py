@@ -79,3 +79,106 @@ async def test_another_sessions_ask_is_refused(dispatcher: Dispatcher) -> None:
     with pytest.raises(HostOpError) as caught:
         await dispatcher.handle(ops.SCREEN_CHANGED_SINCE, {"session_id": "s2", "damage_mark": 0})
     assert caught.value.code == ops.ERROR_SESSION_MISMATCH
+
+
+# ---- checked against the picture the caller was shown ----------------------------------
+
+
+async def _capture(dispatcher: Dispatcher, **fields: Any) -> int:
+    """A capture's damage mark: the mark of the picture it showed."""
+    reply, _ = await dispatcher.handle(ops.SCREEN_CAPTURE, {"session_id": "s1", **fields})
+    return ops.ScreenCaptured.model_validate(reply).damage_mark
+
+
+def _draw(desktop: FakeDesktop, rect: Rect, value: int) -> None:
+    desktop.pixels[rect.y : rect.y + rect.h, rect.x : rect.x + rect.w] = value
+
+
+async def test_damage_repainted_the_same_is_no_change(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    mark = await _capture(dispatcher)
+    desktop.damage(Rect(0, 0, 320, 200))  # a whole-window repaint, every pixel as it was
+
+    changed = await _changed(dispatcher, mark)
+
+    assert (changed.known, changed.compared, changed.rects) == (True, True, [])
+
+
+async def test_only_the_pixels_that_differ_are_reported(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    mark = await _capture(dispatcher)
+    _draw(desktop, Rect(40, 50, 7, 3), 10)
+    desktop.damage(Rect(0, 0, 320, 200))
+
+    changed = await _changed(dispatcher, mark)
+
+    assert changed.compared
+    assert changed.rects == [(40, 50, 7, 3)]
+
+
+async def test_a_deltas_picture_keeps_the_old_pixels_outside_its_region(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    """Drawn after the ask and before the delta's capture, outside its region: the
+    caller's picture lacks it, so the next ask reports it though the capture's grab
+    already had it."""
+    first = await _capture(dispatcher)
+    _draw(desktop, Rect(10, 10, 5, 5), 0)
+    desktop.damage(Rect(10, 10, 5, 5))
+    changed = await _changed(dispatcher, first)
+    assert changed.rects == [(10, 10, 5, 5)]
+    _draw(desktop, Rect(200, 100, 4, 4), 0)
+    desktop.damage(Rect(200, 100, 4, 4))
+    patch = {"base_mark": first, "mark": changed.damage_mark}
+    region = {"x": 10, "y": 10, "w": 5, "h": 5}
+    await _capture(dispatcher, region=region, picture_patch=patch)
+
+    again = await _changed(dispatcher, changed.damage_mark)
+
+    assert again.compared
+    assert again.rects == [(200, 100, 4, 4)]
+
+
+async def test_a_delta_showing_everything_that_differs_leaves_nothing_to_report(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    first = await _capture(dispatcher)
+    _draw(desktop, Rect(10, 10, 5, 5), 0)
+    desktop.damage(Rect(0, 0, 100, 100))
+    changed = await _changed(dispatcher, first)
+    patch = {"base_mark": first, "mark": changed.damage_mark}
+    region = {"x": 10, "y": 10, "w": 5, "h": 5}
+    await _capture(dispatcher, region=region, picture_patch=patch)
+    desktop.damage(Rect(0, 0, 320, 200))
+
+    again = await _changed(dispatcher, changed.damage_mark)
+
+    assert (again.compared, again.rects) == (True, [])
+
+
+async def test_a_mark_without_a_picture_answers_the_damage_unchecked(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    mark = (await _changed(dispatcher, 0)).damage_mark  # no capture: no picture
+    desktop.damage(Rect(0, 0, 320, 200))
+
+    changed = await _changed(dispatcher, mark)
+
+    assert (changed.compared, changed.rects) == (False, [(0, 0, 320, 200)])
+
+
+async def test_two_different_pictures_under_one_mark_leave_it_unchecked(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    """Drawn after a poll and before the grab, without a poll in between: two grabs
+    under one mark show different pixels, and neither caller's picture can be told."""
+    mark = await _capture(dispatcher)
+    _draw(desktop, Rect(0, 0, 3, 3), 0)  # no damage yet: the next grab is at the same mark
+    assert await _capture(dispatcher, quality=70) == mark
+    desktop.damage(Rect(0, 0, 3, 3))
+
+    changed = await _changed(dispatcher, mark)
+
+    assert (changed.compared, changed.rects) == (False, [(0, 0, 3, 3)])

@@ -462,17 +462,20 @@ class Dispatcher:
     async def _screen_changed_since(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.ChangedSince, body)
         self._require_session(request.session_id)
-        # The mark first: damage landing between the two reads is reported again later.
-        mark = await self._screen.damage_mark()
-        rects = await self._screen.damage_since(request.damage_mark)
-        if rects is None:
+        # One poll gives the mark and the damage: drawing after it is after the mark.
+        change = await self._screen.changed_since(request.damage_mark)
+        mark = change.damage_mark
+        if change.rects is None:
             return ops.ScreenChanged(known=False, damage_mark=mark).model_dump(), None
-        listed = [rect.as_list() for rect in rects if rect.w > 0 and rect.h > 0]
+        listed = [rect.as_list() for rect in change.rects if rect.w > 0 and rect.h > 0]
         if self._scope is not None:
             listed = clip_rects(listed, await asyncio.to_thread(self._scope.require_view))
         if len(listed) > ops.MAX_DIRTY_RECTS:
             listed = [_bounding_box(listed)]
-        return ops.ScreenChanged(known=True, damage_mark=mark, rects=listed).model_dump(), None
+        changed = ops.ScreenChanged(
+            known=True, damage_mark=mark, rects=listed, compared=change.compared
+        )
+        return changed.model_dump(), None
 
     async def _a11y_targets(self, body: dict[str, Any]) -> Reply:
         request = _parse(ops.A11yTargets, body)
@@ -636,12 +639,13 @@ async def _failed(exc: Exception) -> Reply:
 
 
 def _capture_params(request: ops.ScreenCapture, marks: tuple[Mark, ...]) -> CaptureParams:
-    region = request.region
+    region, patch = request.region, request.picture_patch
     return CaptureParams(
         quality=request.quality,
         max_width=request.max_width,
         region=None if region is None else Rect(region.x, region.y, region.w, region.h),
         marks=marks,
+        picture_patch=None if patch is None else (patch.base_mark, patch.mark),
     )
 
 

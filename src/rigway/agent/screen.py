@@ -38,6 +38,7 @@ from rigway.agent.damage_log import DamageLog
 from rigway.agent.desktop_state import read_desktop_state
 from rigway.agent.imaging import DrawnMark, EncodedImage, Mark, render_jpeg, scaled_size
 from rigway.agent.jpeg_strips import StripEncoder, StripJpeg, strips_touched
+from rigway.agent.pictures import PictureStore, differing
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 
@@ -48,6 +49,7 @@ __all__ = [
     "CapturedFrame",
     "DirtyAccumulator",
     "RegionOutsideDesktopError",
+    "ScreenChange",
     "ScreenService",
     "StreamWatch",
     "merge_rects",
@@ -74,6 +76,18 @@ class CaptureParams:
     max_width: int | None = None
     region: Rect | None = None
     marks: tuple[Mark, ...] = ()
+    # A delta's capture: (since frame's mark, delta frame's mark), see `pictures.py`.
+    picture_patch: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenChange:
+    """`rects` after a mark (None: cannot be told), the mark now, and whether the rects
+    were checked against the pixels of the picture shown at the mark."""
+
+    rects: list[Rect] | None
+    damage_mark: int
+    compared: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +234,10 @@ class ScreenService:
         self._changed_strips: set[int] = set()
         self._watches: list[StreamWatch] = []
         self._scope: AppScope | None = None
+        # What callers were shown, for `changed_since` to compare (`pictures.py`).
+        self._pictures = PictureStore()
+        # The grab the capture just made, kept once its reply has gone (the copy waits).
+        self._to_keep: tuple[int, Pixels] | None = None
 
     def set_scope(self, scope: AppScope | None) -> None:
         """An app session's scope (None: the whole desktop); captures read it on the
@@ -263,6 +281,11 @@ class ScreenService:
         """What changed after `mark` (damage polled first); None when that cannot be
         told: no damage on this backend, or the mark is older than the log reaches."""
         return await self._run(self._polled_since, mark)
+
+    async def changed_since(self, mark: int) -> ScreenChange:
+        """What changed after `mark`, checked against the picture shown at it when one is
+        kept (an app session keeps none: its pictures black out other windows)."""
+        return await self._run(self._changed_since, mark)
 
     async def wait_for_change(
         self, mark: int, timeout_s: float, within: Rect | None = None
@@ -344,6 +367,26 @@ class ScreenService:
     def _polled_since_and_mark(self, mark: int) -> tuple[list[Rect] | None, int]:
         return self._polled_since(mark), self._damage_log.mark
 
+    def _changed_since(self, mark: int) -> ScreenChange:
+        width, height = self._desktop.native_size()
+        self._poll_damage(width, height)
+        now = self._damage_log.mark
+        rects = self._damage_log.since(mark) if self._desktop.has_damage else None
+        picture = None if self._scope is not None else self._pictures.get(mark)
+        if rects is None or picture is None:
+            return ScreenChange(rects, now, compared=False)
+        damaged = merge_rects(rects, width, height)
+        if damaged:
+            # After the poll: drawing between the two is in the grab and after `now`.
+            current = self._desktop.grab()
+            if current.shape != picture.shape:
+                return ScreenChange(rects, now, compared=False)
+            damaged = differing(damaged, picture, current)
+        if not damaged:
+            # The caller's picture is still the screen: it is the picture at `now` too.
+            self._pictures.keep(now, picture)
+        return ScreenChange(damaged, now, compared=True)
+
     def _poll_damage(self, width: int, height: int) -> None:
         if not self._desktop.has_damage:
             return
@@ -385,10 +428,25 @@ class ScreenService:
     def _capture(
         self, params: CaptureParams, deliver: Callable[[CapturedFrame], None] | None
     ) -> CapturedFrame:
+        self._to_keep = None
         frame = self._capture_frame(params)
         if deliver is not None:
             deliver(frame)
+        self._keep_picture(params)
         return frame
+
+    def _keep_picture(self, params: CaptureParams) -> None:
+        """The grab just encoded, kept as what its caller was shown; after the reply, so
+        the copy (a few ms for 8 MB) costs the caller nothing."""
+        if self._to_keep is None:
+            return
+        damage_mark, grab = self._to_keep
+        self._to_keep = None
+        if params.picture_patch is None:
+            self._pictures.keep(damage_mark, grab.copy())
+        elif params.region is not None:
+            base_mark, mark = params.picture_patch
+            self._pictures.patch(base_mark, mark, params.region, grab)
 
     def _capture_frame(self, params: CaptureParams) -> CapturedFrame:
         started = time.perf_counter()
@@ -416,6 +474,7 @@ class ScreenService:
             self._forget_strips()
             _check_region(params.region, width, height)
             key = _CacheKey(params, (width, height))
+        self._to_keep = (damage_mark, frame)
         if _is_whole_desktop(params, width, height):
             image = self._encode_whole_desktop(frame, params.quality)
         else:
@@ -495,6 +554,7 @@ class ScreenService:
             self._desktop.poll_damage()
         self._dirty.clear()
         self._damage_log.clear()
+        self._pictures.clear()
         self._cache = None
         self._forget_strips()
         for watch in self._watches:

@@ -123,12 +123,22 @@ class SessionEnded(_Body):
     killed_pids: list[int] = Field(default_factory=list)
 
 
+class PicturePatch(_Body):
+    """A delta's capture: its region, pasted onto the picture kept for `base_mark`, is
+    the caller's picture now, kept for `mark` (the delta frame's damage mark). Sent only
+    to a host whose `screen/changed_since` answered `compared`."""
+
+    base_mark: int = Field(ge=0)
+    mark: int = Field(ge=0)
+
+
 class ScreenCapture(_Body):
     session_id: str
     quality: int = Field(default=85, ge=40, le=100)
     max_width: int | None = Field(default=None, ge=16, le=16384)
     region: Region | None = None
     mark: bool = False
+    picture_patch: PicturePatch | None = None
 
 
 class DrawnMark(_Body):
@@ -196,6 +206,11 @@ class ScreenChanged(_Body):
     rects: list[tuple[Coordinate, Coordinate, Extent, Extent]] = Field(
         default_factory=list, max_length=MAX_DIRTY_RECTS
     )
+    # The damage was checked against the pixels of the picture shown at the mark: each
+    # rect is the bounding box of the pixels that differ (damage whose pixels came out
+    # the same is left out). False from a host that kept no picture for the mark, or
+    # that predates the check.
+    compared: bool = False
 
 
 class DirtyReturn(_Body):

@@ -2,8 +2,11 @@
 
 The image is the bounding box of the damage since the frame's damage mark, clipped to
 the native area the frame's picture covers (its `scope`); when the host cannot tell
-(no damage backend, its log no longer reaches the mark) that is the whole area. Nothing
-changed: no image. The targets come as a diff against those shown with the frame, and
+(no damage backend, its log no longer reaches the mark) that is the whole area. A host
+that keeps the pictures it showed checks the damage against them and answers only where
+pixels differ (`compared`; agent/pictures.py): a window repainted the same is no
+change. The capture then tells it which picture the caller holds now (`picture_patch`).
+Nothing changed: no image. The targets come as a diff against those shown with the frame, and
 `text.targets` keeps only the lines of the added and changed ones (the caller has read
 the others with the frame).
 
@@ -160,8 +163,14 @@ async def observe_since(
     if region is not None:
         region, cap = scaled_region(region, scope, params.max_width)
         x, y, w, h = region
+        # A host that compared pixels keeps the caller's picture with this image in it.
+        patch = (
+            ops.PicturePatch(base_mark=frame.damage_mark, mark=changed.damage_mark)
+            if changed.compared
+            else None
+        )
         shot_params = dataclasses.replace(
-            params, region=ops.Region(x=x, y=y, w=w, h=h), max_width=cap
+            params, region=ops.Region(x=x, y=y, w=w, h=h), max_width=cap, picture_patch=patch
         )
     result = await desktop.observe(live, shot_params, image=shows_image, mark=mark and shows_image)
     diff = targets_diff(frame.targets, result.targets)

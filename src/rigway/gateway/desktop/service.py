@@ -65,6 +65,8 @@ class ScreenParams:
     quality: int = 85
     max_width: int | None = None
     region: ops.Region | None = None
+    # `observe?since=`'s capture, for a host that keeps pictures (`delta.py`).
+    picture_patch: ops.PicturePatch | None = None
 
     @classmethod
     def from_query(
@@ -211,7 +213,10 @@ class DesktopService:
             max_width=params.max_width,
             region=params.region,
             mark=mark,
+            picture_patch=params.picture_patch,
         ).model_dump(exclude={"session_id"})
+        if params.picture_patch is None:
+            del body["picture_patch"]  # only when set: a host that predates it refuses it
         started = time.perf_counter()
         reply = await self._call(
             live, ops.SCREEN_CAPTURE, body, self._settings.screen_timeout_s, "screenshot"

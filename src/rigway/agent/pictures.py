@@ -1,0 +1,92 @@
+"""The pictures a caller was shown, in native pixels, by damage mark: `screen/changed_since`
+reports only the damage whose pixels differ from them.
+
+Damage says where something was drawn, not that it looks different: GTK repaints a
+whole window when a menu opens or a field takes the focus, and a delta cut to that
+damage resends the window. With the picture the caller holds, the host compares the
+damaged pixels and answers the bounding box of those that differ in each damaged area.
+
+Why this never misses a change: outside the damage since a mark nothing was drawn since
+the poll that gave the mark, and a picture's pixels are at least as new as that poll
+(its grab came after it), so there the picture and the screen agree; inside, they are
+compared. A picture is the caller's exact picture: a capture's grab, or a delta's (the
+picture its since frame named, with the delta's region pasted in from its grab), or the
+one before it when nothing differed. Two different pictures kept under one mark (a grab
+raced drawing just after the poll) make that mark untrusted: damage alone answers it.
+
+A picture costs a copy of the desktop (8 MB at 1920x1080): the host keeps them only once
+a session asks `screen/changed_since`, and only the last few.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from rigway.agent.backends.base import Pixels, Rect
+
+# The delta's since frame, the frame a full observe showed meanwhile, and one spare.
+PICTURES_KEPT = 3
+
+
+class PictureStore:
+    """Pictures by damage mark, the least recently kept or used dropped first; None
+    marks a mark two different pictures were kept under. Screen worker only."""
+
+    def __init__(self, kept: int = PICTURES_KEPT) -> None:
+        if kept < 1:
+            raise ValueError("keep at least one picture")
+        self._kept = kept
+        self._pictures: OrderedDict[int, Pixels | None] = OrderedDict()
+
+    def keep(self, mark: int, pixels: Pixels) -> None:
+        """Keep `pixels` (never written to afterwards) as the picture shown at `mark`."""
+        if mark in self._pictures:
+            known = self._pictures[mark]
+            if known is not pixels and (known is None or not np.array_equal(known, pixels)):
+                self._pictures[mark] = None
+            self._pictures.move_to_end(mark)
+            return
+        self._pictures[mark] = pixels
+        while len(self._pictures) > self._kept:
+            self._pictures.popitem(last=False)
+
+    def get(self, mark: int) -> Pixels | None:
+        picture = self._pictures.get(mark)
+        if picture is not None:
+            self._pictures.move_to_end(mark)
+        return picture
+
+    def patch(self, base_mark: int, mark: int, region: Rect, grab: Pixels) -> None:
+        """Keep for `mark` the picture of `base_mark` with `region` from `grab` (a delta's
+        image pasted onto the caller's picture); nothing when that picture is gone."""
+        base = self.get(base_mark)
+        if base is None or base.shape != grab.shape:
+            return
+        picture = base.copy()
+        rows, cols = slice(region.y, region.y + region.h), slice(region.x, region.x + region.w)
+        picture[rows, cols] = grab[rows, cols]
+        self.keep(mark, picture)
+
+    def clear(self) -> None:
+        self._pictures.clear()
+
+
+def differing(rects: Sequence[Rect], picture: Pixels, current: Pixels) -> list[Rect]:
+    """For each rect, the bounding box of its pixels that differ between the two (rects
+    whose pixels are all the same are left out)."""
+    boxes = []
+    for rect in rects:
+        rows, cols = slice(rect.y, rect.y + rect.h), slice(rect.x, rect.x + rect.w)
+        unequal = picture[rows, cols] != current[rows, cols]
+        mask = unequal.any(axis=2) if unequal.ndim == 3 else unequal
+        changed_rows = np.flatnonzero(mask.any(axis=1))
+        if changed_rows.size == 0:
+            continue
+        changed_cols = np.flatnonzero(mask.any(axis=0))
+        top, bottom = int(changed_rows[0]), int(changed_rows[-1])
+        left, right = int(changed_cols[0]), int(changed_cols[-1])
+        boxes.append(Rect(rect.x + left, rect.y + top, right - left + 1, bottom - top + 1))
+    return boxes
