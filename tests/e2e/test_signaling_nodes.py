@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -199,12 +200,16 @@ async def test_a_holder_out_of_reach_closes_the_socket_and_leaves_the_link_unuse
     two_nodes: TwoNodes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = await _stream_token(two_nodes.client, two_nodes.session_id)
+    # A port bound but not listening: a connection to it is refused at once.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
 
-    async def unreachable_holder(rig_id: str) -> str | None:
-        return "http://127.0.0.1:9"  # the discard port: nothing listens
+        async def unreachable_holder(rig_id: str) -> str | None:
+            return f"http://127.0.0.1:{port}"
 
-    monkeypatch.setattr(two_nodes.edge.services.stream, "holder_url_of", unreachable_holder)
-    assert await _close_of(_signal_url(two_nodes.edge, token)) == (1013, "unavailable")
+        monkeypatch.setattr(two_nodes.edge.services.stream, "holder_url_of", unreachable_holder)
+        assert await _close_of(_signal_url(two_nodes.edge, token)) == (1013, "unavailable")
 
     await _pong_then_leave(_signal_url(two_nodes.holder, token))
 
