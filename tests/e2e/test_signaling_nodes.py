@@ -127,11 +127,15 @@ async def test_a_live_view_opened_on_the_other_node_streams_from_the_holder(
     two_nodes: TwoNodes,
 ) -> None:
     holder, edge, session_id = two_nodes.holder, two_nodes.edge, two_nodes.session_id
-    token = await _stream_token(two_nodes.client, session_id)
-    page = await two_nodes.client.get(f"/v1/stream/view?token={token}")
+    # The credentials, as a client gets them from the edge (the holder issued them).
+    credentials = await two_nodes.client.get(f"/v1/sessions/{session_id}/stream")
+    assert credentials.status_code == 200, credentials.text
+    body = credentials.json()
+    assert body["connect_url"] == _signal_url(edge, body["viewer_token"])
+    page = await two_nodes.client.get(body["viewer_url"])
     assert page.status_code == 200  # the edge serves the page of a session held elsewhere
 
-    viewer = Viewer(_signal_url(edge, token))
+    viewer = Viewer(body["connect_url"])
     try:
         answer = await viewer.start()  # the offer went to the holder's agent, and back
         assert answer["type"] == "answer", answer
@@ -220,9 +224,10 @@ async def test_takeover_on_the_other_node_passes_control_and_hands_it_back(
     holder, edge, session_id = two_nodes.holder, two_nodes.edge, two_nodes.session_id
     created = await two_nodes.client.post(f"/v1/sessions/{session_id}/takeover")
     assert created.status_code == 201, created.text
-    token = created.json()["connect_url"].split("?token=", 1)[1]
+    connect_url = created.json()["connect_url"]
+    assert connect_url.startswith(f"{takeover_signaling_url_for(edge.base_url)}?token=")
 
-    page = TakeoverPage(f"{takeover_signaling_url_for(edge.base_url)}?token={token}")
+    page = TakeoverPage(connect_url)
     try:
         assert await page.take() == {"type": "control", "control": "human"}
         live = holder.services.sessions.live.get(session_id)
