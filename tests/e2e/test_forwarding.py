@@ -392,6 +392,36 @@ async def test_console_kill_through_the_other_node_ends_the_session_on_the_holde
     assert ended["ended_reason"] == "owner_kill"
 
 
+async def test_console_live_values_through_the_other_node_are_the_holders(
+    two_nodes: TwoNodes, owner: ConsolePages
+) -> None:
+    session_id = await two_nodes.holder.start_session()
+    # One action the holder counted and has not written to the store yet.
+    moved = await two_nodes.client.post(
+        f"/v1/sessions/{session_id}/input",
+        json={"events": [{"type": "mouse_move", "x": 10, "y": 10}]},
+    )
+    assert moved.status_code == 200, moved.text
+    watched = {"session": session_id}
+
+    through_edge = (await owner.client.get("/console/live.json", params=watched)).json()
+    from_holder = (
+        await owner.client.get(f"{two_nodes.holder.base_url}/console/live.json", params=watched)
+    ).json()
+
+    actions = f"session:{session_id}:actions"
+    assert through_edge[actions] == from_holder[actions] == "1"
+    assert _values_without_the_clock(through_edge) == _values_without_the_clock(from_holder)
+
+
+def _values_without_the_clock(values: dict[str, str]) -> dict[str, str]:
+    return {
+        key: value
+        for key, value in values.items()
+        if not key.endswith((":duration", ":last_seen", ":billed_minutes"))
+    }
+
+
 # ---- Wake-on-LAN through a neighbour linked to the other node ----
 
 

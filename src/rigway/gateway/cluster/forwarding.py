@@ -38,6 +38,7 @@ from rigway.gateway.cluster.peer_link import (
     FORWARDED_EXTENSION,
     FORWARDED_REQUEST_HEADERS,
     ForwardedRequest,
+    ForwardedResponse,
     PeerClients,
     PeerTimeoutError,
     PeerUnavailableError,
@@ -137,22 +138,7 @@ async def forward(
     if caller is None:
         raise ServiceUnavailable("the rig is held by another node; retry")
     body, content_type = await _body_of(request)
-    headers = [
-        (name, value)
-        for name, value in request.headers.items()
-        if name in FORWARDED_REQUEST_HEADERS and name != "content-type"
-    ]
-    if content_type is not None:
-        headers.append(("content-type", content_type))
-    # Where it arrived, as this node resolved it (its proxy headers, if trusted, applied).
-    headers += [("host", request.url.netloc), ("x-forwarded-proto", request.url.scheme)]
-    forwarded = ForwardedRequest(
-        method=request.method,
-        path=request.url.path,
-        query=request.url.query,
-        headers=headers,
-        caller=caller,
-    )
+    forwarded = _forwarded(request, caller, content_type, path=request.url.path)
     node_url = signal.node_url
     for attempt in range(2):
         started = time.perf_counter()
@@ -177,6 +163,46 @@ async def forward(
             break
         node_url = again
     raise ServiceUnavailable("the rig is moving between gateway nodes; retry")
+
+
+async def ask(
+    request: Request, peers: PeerClients, node_url: str, path: str, query: str, timeout_s: float
+) -> ForwardedResponse:
+    """GET `path?query` of the node at `node_url` as the caller of `request` (for a read
+    that gathers what several nodes know); raises `PeerUnavailableError`,
+    `PeerTimeoutError`, or `ServiceUnavailable` when the request has no caller to name."""
+    caller = _caller_of(request)
+    if caller is None:
+        raise ServiceUnavailable("no caller to ask another node for")
+    asked = _forwarded(request, caller, None, path=path, method="GET", query=query)
+    return await peers.to(node_url).request(asked, b"", timeout_s)
+
+
+def _forwarded(
+    request: Request,
+    caller: dict[str, Any],
+    content_type: str | None,
+    *,
+    path: str,
+    method: str | None = None,
+    query: str | None = None,
+) -> ForwardedRequest:
+    headers = [
+        (name, value)
+        for name, value in request.headers.items()
+        if name in FORWARDED_REQUEST_HEADERS and name != "content-type"
+    ]
+    if content_type is not None:
+        headers.append(("content-type", content_type))
+    # Where it arrived, as this node resolved it (its proxy headers, if trusted, applied).
+    headers += [("host", request.url.netloc), ("x-forwarded-proto", request.url.scheme)]
+    return ForwardedRequest(
+        method=request.method if method is None else method,
+        path=path,
+        query=request.url.query if query is None else query,
+        headers=headers,
+        caller=caller,
+    )
 
 
 async def _body_of(request: Request) -> tuple[bytes, str | None]:

@@ -11,18 +11,22 @@ GET /console/live.json[?session=id…]  the live values of the account's rigs an
 
 A live session whose rig another gateway node holds is shown and driven by that node:
 the page and its forms are forwarded there (`ForwardToHolder`), the signed-in user with
-them. The live values are read where the poll arrives: the store's for sessions other
-nodes serve (their activity as last flushed).
+them. The live values' poll gathers those sessions' values from the nodes serving them.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Sequence
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from rigway.gateway.cluster.forwarding import ask, is_forwarded
+from rigway.gateway.cluster.peer_link import PeerTimeoutError, PeerUnavailableError
 from rigway.gateway.console.csrf import CheckedUser
 from rigway.gateway.console.live import rig_values, session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
@@ -30,9 +34,14 @@ from rigway.gateway.console.session import SignedInUser
 from rigway.gateway.errors import NotFound
 from rigway.gateway.rigs.schemas import RigOut
 from rigway.gateway.services import Services, services_of
+from rigway.gateway.sessions.schemas import SessionOut
 from rigway.gateway.stream.link_page import public_base
 
+logger = logging.getLogger(__name__)
 router = APIRouter(route_class=ConsoleRoute)
+
+# A poll waits this long at most for another node's values (then shows the store's).
+_ASK_TIMEOUT_S = 2.0
 
 # A page shows at most the account's live sessions (a handful) or one session.
 MAX_WATCHED_SESSIONS = 100
@@ -40,12 +49,14 @@ MAX_WATCHED_SESSIONS = 100
 
 async def account_live_values(
     services: Services, account_id: str, watched_session_ids: Sequence[str] = ()
-) -> dict[str, str]:
+) -> tuple[dict[str, str], list[SessionOut]]:
+    """The live values as this node knows them, and the account's active sessions."""
     now = services.clock.now()
     values: dict[str, str] = {}
     for rig in await services.rigs.list(account_id):
         values.update(rig_values(rig, now))
-    for session in await services.sessions.list_active(account_id, None):
+    active = await services.sessions.list_active(account_id, None)
+    for session in active:
         values.update(session_values(session))
     for session_id in watched_session_ids:
         if f"session:{session_id}:status" in values:
@@ -55,6 +66,43 @@ async def account_live_values(
         except NotFound:
             continue  # another account's or no such session: it adds nothing
         values.update(session_values(watched))
+    return values, active
+
+
+async def values_other_nodes_know(
+    request: Request, services: Services, active: Sequence[SessionOut]
+) -> dict[str, str]:
+    """The live values of the sessions other nodes serve, from those nodes (one read
+    each): their activity and the owner's presence as of now, not as last flushed. A
+    node that does not answer in time leaves the store's values."""
+    served_by: dict[str, list[str]] = {}
+    for session in active:
+        if services.sessions.live.get(session.session_id) is not None:
+            continue
+        holder = await services.ownership.holder_url(session.rig_id)
+        if holder is not None:
+            served_by.setdefault(holder, []).append(session.session_id)
+    values: dict[str, str] = {}
+    for node_url, session_ids in served_by.items():
+        query = urlencode([("session", session_id) for session_id in session_ids])
+        try:
+            answer = await ask(
+                request, services.peers, node_url, request.url.path, query, _ASK_TIMEOUT_S
+            )
+            theirs = json.loads(bytes(answer.body)) if answer.status == 200 else {}
+        except (PeerUnavailableError, PeerTimeoutError, ValueError) as exc:
+            logger.info("live values of %s stay the store's: %s", node_url, exc)
+            continue
+        if not isinstance(theirs, dict):
+            continue
+        prefixes = tuple(f"session:{session_id}:" for session_id in session_ids)
+        values.update(
+            {
+                key: value
+                for key, value in theirs.items()
+                if key.startswith(prefixes) and isinstance(value, str)
+            }
+        )
     return values
 
 
@@ -64,7 +112,10 @@ async def live_json(
     user: SignedInUser,
     session: Annotated[list[str] | None, Query(max_length=MAX_WATCHED_SESSIONS)] = None,
 ) -> Response:
-    values = await account_live_values(services_of(request), user.account_id, session or ())
+    services = services_of(request)
+    values, active = await account_live_values(services, user.account_id, session or ())
+    if not is_forwarded(request):  # asked by another node: what this one knows only
+        values.update(await values_other_nodes_know(request, services, active))
     return JSONResponse(values)
 
 
