@@ -16,7 +16,12 @@ settings dialog) runs on a fresh copy of the app for each method (bench/step_met
 - no wait, a control: the batch with `observe` and no settle, which shows that the
   check below does catch a screen still changing;
 - rigway once more on a copy of the app with GTK's animations off: a fixed sleep costs
-  the same whatever the app draws, a settle what the app draws.
+  the same whatever the app draws, a settle what the app draws;
+- rigway, reduce motion: a second desktop and stack whose agent runs with
+  `--reduce-motion` (`rigway up --reduce-motion`), the stock app (no settings of its
+  own about animations): while the session is live the agent is the desktop's
+  XSETTINGS manager and publishes animations off; and the sleep 2.0 s method on that
+  same stack, for the ratio between the two there.
 
 The clicks land on the same points for every method: an untimed first pass finds each
 control in the accessibility tree (`/targets`) and records the events, which every
@@ -88,6 +93,15 @@ RIGWAY = "rigway"
 RIGWAY_SHORT = f"rigway, quiet {SHORT_QUIET_MS}"
 STILL = "rigway, still GTK"
 NO_WAIT = "no wait"
+REDUCED = "rigway, reduce motion"
+SLEEP_REDUCED = f"sleep {DEMO_SLEEP_S:.1f} s, reduce motion"
+# Each rigway row against the sleep method run on the same stack.
+SLEEP_OF = {
+    RIGWAY: DemoSleepMethod.name,
+    RIGWAY_SHORT: DemoSleepMethod.name,
+    STILL: DemoSleepMethod.name,
+    REDUCED: SLEEP_REDUCED,
+}
 
 Targets = list[dict[str, Any]]
 
@@ -176,14 +190,15 @@ def _gtk_config(root: Path, animations: bool) -> Path:
 
 
 @contextmanager
-def _stack() -> Iterator[Stack]:
+def _stack(*, reduce_motion: bool = False) -> Iterator[Stack]:
     with tempfile.TemporaryDirectory(prefix="rigway-agent-step-") as scratch:
         config = _gtk_config(Path(scratch) / "animated", animations=True)
         still = _gtk_config(Path(scratch) / "still", animations=False)
         still_factory = ("env", f"XDG_CONFIG_HOME={still}", FACTORY)
         with XDesktop(*SCREEN) as desk:
             env = {**desk.env, "XDG_CONFIG_HOME": str(config), "GTK_OVERLAY_SCROLLING": "0"}
-            with rigway_up("x11", env=env) as local:
+            options = ("--reduce-motion",) if reduce_motion else ()
+            with rigway_up("x11", env=env, options=options) as local:
                 headers = {"Authorization": f"Bearer {local['api_key']}"}
                 client = LeanClient(local["base_url"], headers)
                 session = Session(client, local["rig_ids"][0])
@@ -354,6 +369,8 @@ LEGEND = (
     f"{NO_WAIT}: a control, input batch with observe and no settle (seen at once)",
     f"sleep {DEMO_SLEEP_S:.1f} s: input batch, a {DEMO_SLEEP_S:.1f} s sleep, GET /observe",
     f"e2b {E2B_SLEEP_S:.1f} s: xdotool, a {E2B_SLEEP_S:.1f} s sleep, scrot to a PNG read back",
+    f"{REDUCED}: rigway on a stack whose agent runs with --reduce-motion, the stock app",
+    f"{SLEEP_REDUCED}: the sleep method on that same stack",
     "* the screen 500 ms later differed: the step observed a screen still changing",
 )
 
@@ -397,16 +414,17 @@ def _print_method(name: str, results: list[StepResult]) -> None:
 
 def _print_summary(runs: dict[str, list[StepResult]]) -> None:
     totals = {name: sum(r.wall_ms for r in results) for name, results in runs.items()}
-    rigways = [name for name in (RIGWAY, RIGWAY_SHORT, STILL) if name in totals]
+    rigways = [name for name in SLEEP_OF if name in totals]
     if not rigways:
         print("rigway did not run: this gateway has no settle (API < 1.1)")
     for rigway in rigways:
         print(f"{rigway}, total {totals[rigway] / 1000:.2f} s:")
-        for name in (DemoSleepMethod.name, E2bMethod.name):
+        sleep = SLEEP_OF[rigway]
+        for name in dict.fromkeys((sleep, DemoSleepMethod.name, E2bMethod.name)):
             print(f"  total {name} / total {rigway}: {totals[name] / totals[rigway]:5.1f}x")
-        speedup = totals[DemoSleepMethod.name] / totals[rigway]
+        speedup = totals[sleep] / totals[rigway]
         changing = sum(r.difference.changing for r in runs[rigway])
-        print(f"  bar >= {SPEEDUP_BAR:.0f}x the sleep 2.0 s method: {_met(speedup >= SPEEDUP_BAR)}")
+        print(f"  bar >= {SPEEDUP_BAR:.0f}x {sleep}: {_met(speedup >= SPEEDUP_BAR)}")
         print(f"  bar 0 steps observing a changing screen: {_met(changing == 0)}")
 
 
@@ -459,6 +477,39 @@ def _run_all(stack: Stack, settle: bool) -> tuple[Plan, dict[str, list[StepResul
     return plan, runs
 
 
+def _xsettings_manager(desk: XDesktop) -> str:
+    """Who owns the XSETTINGS selection and what it says about animations, in words."""
+    with desk.x_connection() as conn:
+        owner = conn.get_selection_owner(conn.intern_atom("_XSETTINGS_S0"))
+        if int(getattr(owner, "id", owner)) == X.NONE:
+            return "no XSETTINGS manager"
+        atom = conn.intern_atom("_XSETTINGS_SETTINGS")
+        settings = owner.get_full_property(atom, atom)
+        raw = b"" if settings is None else bytes(settings.value)
+        said = "Gtk/EnableAnimations=0" if b"Gtk/EnableAnimations" in raw else "other settings"
+        if raw.endswith((0).to_bytes(4, "little")) and said.endswith("=0"):
+            return f"XSETTINGS manager 0x{owner.id:x}: {said}"
+        return f"XSETTINGS manager 0x{owner.id:x}: {said} (value not 0)"
+
+
+def _run_reduced(plan: Plan) -> tuple[dict[str, list[StepResult]], str, bool]:
+    """rigway and the sleep method on a stack whose agent reduces motion, the stock app;
+    also who managed the settings during the runs, and whether its first pass recorded
+    the same events as the stock stack's (the same controls at the same points)."""
+    with _stack(reduce_motion=True) as stack:
+        same_plan = _calibrate(stack, settle=True) == plan  # also its warm-up
+        runs: dict[str, list[StepResult]] = {}
+        manager = _xsettings_manager(stack.desk)
+        methods: list[Method] = [
+            ObserveAfterMethod(stack.session, REDUCED, SETTLE),
+            DemoSleepMethod(stack.session, SLEEP_REDUCED),
+        ]
+        for method in methods:
+            _fresh_app(stack, [FACTORY], _factory_ready)
+            runs[method.name] = run_task(method, plan)
+    return runs, manager, same_plan
+
+
 def main() -> None:
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -466,6 +517,11 @@ def main() -> None:
         settle = _settle_supported(stack.session)
         plan, runs = _run_all(stack, settle)
         probes = (_check_box_probe(stack, settle), _focus_probe(stack, settle))
+        stock_manager = _xsettings_manager(stack.desk)
+    reduced_manager, same_plan = "not run (no settle)", True
+    if settle:
+        reduced, reduced_manager, same_plan = _run_reduced(plan)
+        runs.update(reduced)
     load_after = os.getloadavg()
     print(f"{FACTORY} on Xvfb {SCREEN[0]}x{SCREEN[1]} (openbox), `rigway up --desktop x11`,")
     print(f"client in its own process; {os.cpu_count()} CPUs; load average before")
@@ -474,6 +530,9 @@ def main() -> None:
     print()
     for number, (label, events) in enumerate(plan, start=1):
         print(f"  step {number:>2}: {label}: {events}")
+    print(f"stock stack: {stock_manager}; reduce-motion stack: {reduced_manager}")
+    if not same_plan:
+        print("  the reduce-motion stack's first pass found other points (its runs replay these)")
     print()
     _print_steps(runs)
     print()

@@ -43,16 +43,20 @@ BENCH_QUOTAS = {
 
 @contextlib.contextmanager
 def rigway_up(
-    desktop: str = "sim", timeout_s: float = 60.0, env: Mapping[str, str] | None = None
+    desktop: str = "sim",
+    timeout_s: float = 60.0,
+    env: Mapping[str, str] | None = None,
+    options: tuple[str, ...] = (),
 ) -> Iterator[dict[str, Any]]:
     """`env` is the environment of `rigway up` and its agents (default: ours), e.g. the
     DISPLAY and DBUS_SESSION_BUS_ADDRESS of a test desktop for `--desktop x11`; the
-    benchmark quotas are added to it."""
+    benchmark quotas are added to it. `options` are more of `rigway up`'s (e.g.
+    `--reduce-motion`)."""
     with tempfile.TemporaryDirectory(prefix="rigway-bench-") as state_dir:
         port = _free_port()
         command = [
             sys.executable, "-m", "rigway.cli.main", "up",
-            "--port", str(port), "--state-dir", state_dir, "--desktop", desktop,
+            "--port", str(port), "--state-dir", state_dir, "--desktop", desktop, *options,
         ]  # fmt: skip
         environment = {**(os.environ if env is None else env), **BENCH_QUOTAS}
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=environment)

@@ -98,8 +98,10 @@ class DemoSleepMethod:
 
     name = f"sleep {DEMO_SLEEP_S:.1f} s"
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, name: str | None = None) -> None:
         self._session = session
+        if name is not None:
+            self.name = name
 
     def step(self, events: list[Event]) -> Observed:
         started = time.perf_counter()
