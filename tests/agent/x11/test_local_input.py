@@ -126,11 +126,24 @@ class FakeSource:
         self._names = names
         self._events: queue.SimpleQueue[SourceEvent] = queue.SimpleQueue()
         self._read_fd, self._write_fd = os.pipe()
+        self._in_flight: list[SourceEvent] = []
+        self.round_trips = 0
         self.closed = threading.Event()
 
     def push(self, event: SourceEvent) -> None:
         self._events.put(event)
         os.write(self._write_fd, b"e")
+
+    def send_in_flight(self, event: SourceEvent) -> None:
+        """An event the server sent that has not reached the socket yet: only a round
+        trip (`sync`) makes it readable, as on a busy connection."""
+        self._in_flight.append(event)
+
+    def sync(self) -> None:
+        self.round_trips += 1
+        for event in self._in_flight:
+            self.push(event)
+        self._in_flight.clear()
 
     def fileno(self) -> int:
         return self._read_fd
@@ -174,6 +187,27 @@ def test_listener_records_events_as_they_arrive(
     assert listener.last_local_input() is None
     source.push(RawInput(6))
     assert wait_until(listener.last_local_input, message="the local event") == 7.5
+
+
+def test_a_question_counts_an_event_the_listener_has_not_read_yet(
+    source: FakeSource, listener: LocalInputListener
+) -> None:
+    # The server took the owner's key before the question; its event is still on the
+    # way (the listener thread never woke for it). The question's round trip brings it.
+    source.send_in_flight(RawInput(6))
+    assert listener.last_local_input() == 7.5
+
+
+def test_a_stopped_listener_answers_from_what_it_recorded(source: FakeSource) -> None:
+    listener = LocalInputListener(lambda: source, clock=lambda: 3.0)
+    listener.start()
+    assert listener.ready.wait(10)
+    source.push(RawInput(6))
+    wait_until(listener.last_local_input, message="the local event")
+    listener.close()
+    asked = source.round_trips
+    assert listener.last_local_input() == 3.0
+    assert source.round_trips == asked  # a closed source is not asked
 
 
 def test_close_stops_the_thread_and_closes_the_source(source: FakeSource) -> None:

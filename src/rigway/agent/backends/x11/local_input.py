@@ -13,12 +13,17 @@ Layers: `XInputRawSource` is the thin one over the X server (xcffib: a connectio
 its own, read only by the listener thread); `LocalInputLog` the logic (which device is
 whose, the time of the last local event); `LocalInputListener` the thread that reads the
 source as its events arrive (a `select` on its socket, so an event is recorded within a
-millisecond or so) and a pipe that wakes it to stop. Tests drive the log and listener
+millisecond or so) and a pipe that wakes it to stop. A question (`last_local_input`)
+first catches up: one round trip on the source's connection, then what it queued is read
+on the asking thread. So a key the X server took before the question is always counted,
+however late the listener thread is scheduled (a busy rig): the owner's key pressed just
+before an API batch refuses that batch, never only the next one. Tests drive the log and listener
 through a fake source, and the real source under Xvfb.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -92,6 +97,10 @@ class RawEventSource(Protocol):
         """The events received so far (may be none); never blocks."""
         ...
 
+    def sync(self) -> None:
+        """One round trip: every event the server sent before it is readable then."""
+        ...
+
     def device_names(self) -> dict[int, str]:
         """Every input device's id and name, now."""
         ...
@@ -102,8 +111,8 @@ class RawEventSource(Protocol):
 class LocalInputLog:
     """The time of the last event from a device that is not XTEST's.
 
-    Confined to the listener thread except `last`, a float written whole and read
-    from any thread."""
+    Noted into under the listener's reading lock (by its thread, or by a question
+    catching up); `last`, a float written whole, is read from any thread."""
 
     def __init__(self, device_names: Callable[[], dict[int, str]], clock: Callable[[], float]):
         self._device_names = device_names
@@ -152,6 +161,10 @@ class LocalInputListener:
         self._log: LocalInputLog | None = None
         self._wake_read, self._wake_write = os.pipe()
         self._thread: threading.Thread | None = None
+        # The source's connection and the log, shared by the listener thread and a
+        # question's catch-up; `_source` is None once the listener stopped.
+        self._reading = threading.Lock()
+        self._source: RawEventSource | None = None
         # Set once the source is listening (or failed to open): for tests.
         self.ready = threading.Event()
         self._closed = False
@@ -164,6 +177,7 @@ class LocalInputListener:
             self.ready.set()
             return
         self._log = LocalInputLog(source.device_names, self._clock)
+        self._source = source
         self._thread = threading.Thread(
             target=self._run, args=(source,), name="rigway-x11-local-input", daemon=True
         )
@@ -172,7 +186,17 @@ class LocalInputListener:
 
     def last_local_input(self) -> float | None:
         log = self._log
-        return None if log is None else log.last
+        if log is None:
+            return None
+        with self._reading:
+            source = self._source
+            # A failing connection: the listener meets the same failure and says so;
+            # the question answers from what was recorded.
+            if source is not None:
+                with contextlib.suppress(Exception):
+                    source.sync()
+                    self._note_pending(source, log)
+        return log.last
 
     @property
     def injected_count(self) -> int:
@@ -197,19 +221,27 @@ class LocalInputListener:
         except Exception:
             _log.exception("listening for the owner's input failed: it no longer counts")
         finally:
-            source.close()
+            with self._reading:
+                self._source = None
+                source.close()
 
     def _listen(self, source: RawEventSource) -> None:
         log = self._log
         assert log is not None
         while True:
-            # Read first: a reply read on the source's connection (a device query) may
-            # have queued events that its socket no longer announces.
-            for event in source.read():
-                log.note(event)
+            # Read first: a reply read on the source's connection (a device query, a
+            # question's round trip) may have queued events that its socket no longer
+            # announces.
+            with self._reading:
+                self._note_pending(source, log)
             ready, _, _ = select.select([source.fileno(), self._wake_read], [], [])
             if self._wake_read in ready:
                 return
+
+    @staticmethod
+    def _note_pending(source: RawEventSource, log: LocalInputLog) -> None:
+        for event in source.read():
+            log.note(event)
 
 
 def _every_device(mask: int) -> Any:
@@ -253,6 +285,9 @@ class XInputRawSource:
                 events.append(RawInput(int(event.sourceid)))
             elif isinstance(event, xcffib.xinput.HierarchyEvent):
                 events.append(DevicesChanged())
+
+    def sync(self) -> None:
+        self._conn.core.GetInputFocus().reply()
 
     def device_names(self) -> dict[int, str]:
         reply = self._xi.XIQueryDevice(xcffib.xinput.Device.All).reply()
