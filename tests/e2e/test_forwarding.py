@@ -323,6 +323,25 @@ async def test_a_session_ended_through_the_other_node_keeps_the_holders_activity
     assert two_nodes.holder.services.sessions.live.get(session_id) is None
 
 
+async def test_a_rig_updated_through_the_other_node_answers_as_the_holder(
+    two_nodes: TwoNodes,
+) -> None:
+    identity = two_nodes.edge.services.identity
+    assert identity is not None
+    console_token = identity.issue("usr_owner", two_nodes.holder.account_id)
+
+    renamed = await two_nodes.client.patch(
+        f"/v1/rigs/{two_nodes.rig_id}",
+        json={"name": "renamed", "owner_idle_s": 30},
+        headers={"Authorization": f"Bearer {console_token}"},
+    )
+    from_holder = ok_json(await two_nodes.holder.client.get(f"/v1/rigs/{two_nodes.rig_id}"))
+
+    assert ok_json(renamed) == from_holder
+    assert from_holder["online"] is True
+    assert (from_holder["name"], from_holder["owner_idle_s"]) == ("renamed", 30)
+
+
 # ---- the console through the other node ----
 
 
