@@ -182,3 +182,36 @@ async def test_two_different_pictures_under_one_mark_leave_it_unchecked(
     changed = await _changed(dispatcher, mark)
 
     assert (changed.compared, changed.rects) == (False, [(0, 0, 3, 3)])
+
+
+async def test_far_apart_changes_in_one_damaged_area_are_boxes_of_their_own(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    mark = await _capture(dispatcher)
+    _draw(desktop, Rect(10, 10, 5, 5), 0)
+    _draw(desktop, Rect(250, 150, 20, 30), 0)
+    _draw(desktop, Rect(17, 12, 2, 2), 0)  # close to the first: the same box
+    desktop.damage(Rect(0, 0, 320, 200))
+
+    changed = await _changed(dispatcher, mark)
+
+    assert sorted(changed.rects) == [(10, 10, 9, 5), (250, 150, 20, 30)]
+
+
+async def test_a_deltas_further_images_add_to_the_same_picture(
+    desktop: FakeDesktop, dispatcher: Dispatcher
+) -> None:
+    first = await _capture(dispatcher)
+    _draw(desktop, Rect(10, 10, 5, 5), 0)
+    _draw(desktop, Rect(250, 150, 5, 5), 0)
+    desktop.damage(Rect(0, 0, 320, 200))
+    changed = await _changed(dispatcher, first)
+    now = changed.damage_mark
+    for (x, y, w, h), base in zip(changed.rects, (first, now), strict=True):
+        region = {"x": x, "y": y, "w": w, "h": h}
+        await _capture(dispatcher, region=region, picture_patch={"base_mark": base, "mark": now})
+    desktop.damage(Rect(0, 0, 320, 200))
+
+    again = await _changed(dispatcher, now)
+
+    assert (again.compared, again.rects) == (True, [])

@@ -1,5 +1,6 @@
-"""`observe(since=…)`: the frame id goes in the query, the answer's changed region is
-what image pixels map through, and its targets diff updates the remembered targets."""
+"""`observe(since=…)`: the frame id goes in the query, the answer's changed images are
+read, its frame is the whole picture (points map through it as through a full
+observe's), and its targets diff updates the remembered targets."""
 
 from __future__ import annotations
 
@@ -31,7 +32,16 @@ def test_since_is_sent_and_the_diff_updates_the_remembered_targets(
         "GET",
         OBSERVE,
         ok(square_observation(first, frame_id="frm_1")),
-        ok(_delta(frame_id="frm_2", changed_region=[40, 0, 20, 10], targets_diff=diff)),
+        ok(
+            _delta(
+                frame_id="frm_2",
+                changed_region=[40, 0, 20, 10],
+                changed_images=[
+                    {"region": [40, 0, 20, 10], "width": 20, "height": 10, "jpeg_base64": "/9g="}
+                ],
+                targets_diff=diff,
+            )
+        ),
     )
     session = client.sessions.create(rig_id="rig_1")
     session.observe()
@@ -47,7 +57,10 @@ def test_since_is_sent_and_the_diff_updates_the_remembered_targets(
     assert result.changed_region == (40, 0, 20, 10)
     assert result.targets_diff is not None
     assert result.targets_diff.removed == ["t_b"]
-    assert result.region == (40, 0, 20, 10)
+    assert result.changed_images is not None
+    [image] = result.changed_images
+    assert (image.region, image.width, image.jpeg) == ((40, 0, 20, 10), 20, b"\xff\xd8")
+    assert result.region is None
 
 
 def test_a_plain_observe_sends_no_since(client: Rigway, session_gateway: FakeGateway) -> None:
@@ -55,3 +68,4 @@ def test_a_plain_observe_sends_no_since(client: Rigway, session_gateway: FakeGat
     result = client.sessions.create(rig_id="rig_1").observe()
     assert "since" not in session_gateway.last.url.params
     assert (result.changed_region, result.targets_diff) == (None, None)
+    assert result.changed_images is None

@@ -224,7 +224,8 @@ async def test_observe_since_a_frame_shows_only_the_change_inside_the_window(
     assert response.status_code == 200, response.text
     delta = response.json()
     assert delta["changed_region"] == [OVERLAP.x, OVERLAP.y, OVERLAP.w, OVERLAP.h]
-    assert _is_black(_decoded(base64.b64decode(delta["jpeg_base64"])))
+    [shown] = delta["changed_images"]
+    assert _is_black(_decoded(base64.b64decode(shown["jpeg_base64"])))
 
 
 async def test_live_video_and_take_control_are_refused_in_an_app_session(rig: AppRig) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from rigway.agent.backends.base import Rect
 from tests.e2e.harness import Stack, batch_ran
 
 pytestmark = pytest.mark.postgres
@@ -30,7 +31,15 @@ async def _observe(stack: Stack, session_id: str, **params: Any) -> dict[str, An
 
 
 async def _click_checkbox(stack: Stack, session_id: str) -> None:
-    box = stack.sim().control_rect("remember")
+    await _click(stack, session_id, stack.sim().control_rect("remember"))
+
+
+def _overlaps(region: list[int], box: Rect) -> bool:
+    x, y, w, h = region
+    return x < box.x + box.w and box.x < x + w and y < box.y + box.h and box.y < y + h
+
+
+async def _click(stack: Stack, session_id: str, box: Rect) -> None:
     point = {"x": box.x + box.w // 2, "y": box.y + box.h // 2}
     response = await stack.client.post(
         f"/v1/sessions/{session_id}/input",
@@ -63,6 +72,8 @@ async def test_a_checkbox_click_since_a_frame_sends_the_checkbox_only(stack: Sta
     # The pixels that differ inside the box (its tick, not its label), widened to whole
     # pixels of the 2/3 picture (multiples of 3 native) and to at least 16 of them.
     box = stack.sim().control_rect("remember")
+    [shown] = delta["changed_images"]
+    assert shown["region"] == delta["changed_region"]
     x, y, w, h = delta["changed_region"]
     assert (x % 3, y % 3, w % 3, h % 3) == (0, 0, 0, 0)
     assert box.x - 24 <= x < box.x + box.w
@@ -92,18 +103,43 @@ async def test_the_delta_image_is_the_full_pictures_pixels_at_its_place(stack: S
     full = await _observe(stack, session_id, max_width=MAX_WIDTH, quality=100)
 
     # The full picture's scale: 1280 / 1920 across, 720 / 1080 down.
+    assert (delta["width"], delta["height"]) == (full["width"], full["height"])
     scale_x, scale_y = full["width"] / full["native_width"], full["height"] / full["native_height"]
-    x, y, w, h = delta["changed_region"]
+    [shown] = delta["changed_images"]
+    x, y, w, h = shown["region"]
     size = (round(w * scale_x), round(h * scale_y))
-    image = _pixels(delta["jpeg_base64"])
-    assert (delta["width"], delta["height"]) == size
+    image = _pixels(shown["jpeg_base64"])
+    assert (shown["width"], shown["height"]) == size
     assert image.shape == (size[1], size[0])
     left, top = round(x * scale_x), round(y * scale_y)
-    cut = _pixels(full["jpeg_base64"])[top : top + size[1], left : left + size[0]]
+    picture = _pixels(full["jpeg_base64"])
+    cut = picture[top : top + size[1], left : left + size[0]]
     # Up to JPEG: the same pixels, where a one-pixel shift would differ along every edge.
     assert np.abs(image - cut).mean() < 2
-    shifted = _pixels(full["jpeg_base64"])[top + 1 : top + 1 + size[1], left : left + size[0]]
+    shifted = picture[top + 1 : top + 1 + size[1], left : left + size[0]]
     assert np.abs(image - shifted).mean() > np.abs(image - cut).mean()
+
+
+async def test_far_apart_changes_come_as_images_of_their_own(stack: Stack) -> None:
+    session_id = await stack.start_session()
+    before = await _observe(stack, session_id, max_width=MAX_WIDTH)
+    # The username field loses the focus (its look changes), the check box gains it and
+    # its tick, 44 pixels below.
+    field = stack.sim().control_rect("username")
+    await _click_checkbox(stack, session_id)
+
+    delta = await _observe(stack, session_id, max_width=MAX_WIDTH, since=before["frame_id"])
+
+    regions = [image["region"] for image in delta["changed_images"]]
+    assert len(regions) >= 2
+    box = stack.sim().control_rect("remember")
+    for area in (field, box):
+        assert any(_overlaps(region, area) for region in regions), area
+    x, y, w, h = delta["changed_region"]
+    assert (x, y) == (min(r[0] for r in regions), min(r[1] for r in regions))
+    assert x + w == max(r[0] + r[2] for r in regions)
+    # Together far smaller than their bounding box.
+    assert sum(r[2] * r[3] for r in regions) < w * h / 2
 
 
 async def test_nothing_changed_since_a_frame_sends_no_image(stack: Stack) -> None:
@@ -113,6 +149,7 @@ async def test_nothing_changed_since_a_frame_sends_no_image(stack: Stack) -> Non
     delta = await _observe(stack, session_id, since=before["frame_id"])
 
     assert delta["changed_region"] is None
+    assert delta["changed_images"] == []
     assert "jpeg_base64" not in delta
     assert delta["targets_diff"] == {"added": [], "removed": [], "changed": []}
     # The answer names a frame of its own, which the next `since` can use.

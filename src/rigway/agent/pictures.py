@@ -22,13 +22,19 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
+import cv2
 import numpy as np
 
 from rigway.agent.backends.base import Pixels, Rect
 
 # The delta's since frame, the frame a full observe showed meanwhile, and one spare.
 PICTURES_KEPT = 3
+# Differing pixels closer than about this many native pixels share a box.
+CLUSTER_TILE = 16
+# Past this many clusters in one damaged area, their bounding box.
+MAX_CLUSTERS = 16
 
 
 class PictureStore:
@@ -61,13 +67,18 @@ class PictureStore:
 
     def patch(self, base_mark: int, mark: int, region: Rect, grab: Pixels) -> None:
         """Keep for `mark` the picture of `base_mark` with `region` from `grab` (a delta's
-        image pasted onto the caller's picture); nothing when that picture is gone."""
+        image pasted onto the caller's picture; its further images come with `base_mark`
+        equal to `mark`); nothing when that picture is gone."""
         base = self.get(base_mark)
         if base is None or base.shape != grab.shape:
             return
         picture = base.copy()
         rows, cols = slice(region.y, region.y + region.h), slice(region.x, region.x + region.w)
         picture[rows, cols] = grab[rows, cols]
+        if base_mark == mark:
+            # The same delta's next image: its picture grows, it is not another one.
+            self._pictures[mark] = picture
+            return
         self.keep(mark, picture)
 
     def clear(self) -> None:
@@ -75,18 +86,52 @@ class PictureStore:
 
 
 def differing(rects: Sequence[Rect], picture: Pixels, current: Pixels) -> list[Rect]:
-    """For each rect, the bounding box of its pixels that differ between the two (rects
-    whose pixels are all the same are left out)."""
-    boxes = []
+    """For each rect, the bounding boxes of its clusters of pixels that differ between
+    the two (rects whose pixels are all the same are left out): a menu opening and a
+    button's highlight far from it are two boxes, not the window between them."""
+    boxes: list[Rect] = []
     for rect in rects:
         rows, cols = slice(rect.y, rect.y + rect.h), slice(rect.x, rect.x + rect.w)
         unequal = picture[rows, cols] != current[rows, cols]
         mask = unequal.any(axis=2) if unequal.ndim == 3 else unequal
-        changed_rows = np.flatnonzero(mask.any(axis=1))
-        if changed_rows.size == 0:
-            continue
-        changed_cols = np.flatnonzero(mask.any(axis=0))
-        top, bottom = int(changed_rows[0]), int(changed_rows[-1])
-        left, right = int(changed_cols[0]), int(changed_cols[-1])
-        boxes.append(Rect(rect.x + left, rect.y + top, right - left + 1, bottom - top + 1))
+        boxes.extend(
+            Rect(rect.x + x, rect.y + y, w, h) for x, y, w, h in _clusters(np.asarray(mask))
+        )
     return boxes
+
+
+def _clusters(mask: np.ndarray[Any, np.dtype[np.bool_]]) -> list[tuple[int, int, int, int]]:
+    """Bounding boxes of the set pixels, grouped by CLUSTER_TILE tiles that touch
+    (8-connected): pixels within about a tile of each other share a box."""
+    height, width = mask.shape
+    if not mask.any():
+        return []
+    tiles_y, tiles_x = -(-height // CLUSTER_TILE), -(-width // CLUSTER_TILE)
+    padded = np.zeros((tiles_y * CLUSTER_TILE, tiles_x * CLUSTER_TILE), dtype=np.bool_)
+    padded[:height, :width] = mask
+    tiles = np.asarray(
+        padded.reshape(tiles_y, CLUSTER_TILE, tiles_x, CLUSTER_TILE).any(axis=(1, 3)),
+        dtype=np.uint8,
+    )
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(tiles, connectivity=8)
+    if count - 1 > MAX_CLUSTERS:
+        return [_box(padded, 0, 0)]  # scattered all over: one box says it as well
+    boxes = []
+    for label in range(1, count):
+        tx, ty, tw, th = (int(v) for v in stats[label][:4])
+        # Only this cluster's tiles: a neighbour's pixels may reach into its box.
+        own_tiles = labels[ty : ty + th, tx : tx + tw] == label
+        own = np.repeat(np.repeat(own_tiles, CLUSTER_TILE, axis=0), CLUSTER_TILE, axis=1)
+        top, left = ty * CLUSTER_TILE, tx * CLUSTER_TILE
+        area = padded[top : top + th * CLUSTER_TILE, left : left + tw * CLUSTER_TILE] & own
+        boxes.append(_box(area, left, top))
+    return boxes
+
+
+def _box(
+    mask: np.ndarray[Any, np.dtype[np.bool_]], left: int, top: int
+) -> tuple[int, int, int, int]:
+    """The bounding box of a non-empty mask's set pixels, offset by (left, top)."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    x, y = left + int(cols[0]), top + int(rows[0])
+    return (x, y, left + int(cols[-1]) + 1 - x, top + int(rows[-1]) + 1 - y)

@@ -270,10 +270,9 @@ def screenshot(
 
 def _decode_observe(response: httpx2.Response, region: Region | None) -> ObserveResult:
     result = _core.decode_model(response, ObserveResult)
+    # A delta's frame is the caller's whole picture with the changed images pasted in:
+    # points map through it as through a full observe's.
     result._region = region
-    if result.changed_region is not None:
-        # A delta's image shows only the region that changed: points map through it.
-        result._region = Region(*result.changed_region)
     return result
 
 

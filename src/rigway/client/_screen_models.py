@@ -219,6 +219,21 @@ class ObserveMark(ApiModel):
     labelled: bool = True
 
 
+class ChangedImage(ApiModel):
+    """With `observe(since=…)`: one part of the picture that changed, at the picture's
+    scale; paste it onto the since frame's picture at `region` (native) times the scale
+    (`width / native_width` of that picture)."""
+
+    region: tuple[int, int, int, int]
+    width: int
+    height: int
+    jpeg_base64: str = Field(repr=False)
+
+    @property
+    def jpeg(self) -> bytes:
+        return base64.b64decode(self.jpeg_base64)
+
+
 class TargetsDiff(ApiModel):
     """With `observe(since=…)`: the targets against those shown with that frame, by id:
     `added` and `changed` in full, `removed` as ids."""
@@ -263,9 +278,11 @@ class ObserveResult(ApiModel, TargetLookups):
     # An `app` session's window (native x, y, w, h): the image shows it; None in a
     # `desktop` session.
     app_window: tuple[int, int, int, int] | None = None
-    # Only with `since`: the native x, y, w, h the image shows (None: nothing changed,
-    # no image), and `targets_diff` in place of `targets` (then empty).
+    # Only with `since`: the parts that changed (`changed_images`, empty when nothing
+    # did; no `jpeg_base64` then), their native bounding box (`changed_region`), and
+    # `targets_diff` in place of `targets` (then empty). None without `since`.
     changed_region: tuple[int, int, int, int] | None = None
+    changed_images: list[ChangedImage] | None = None
     targets_diff: TargetsDiff | None = None
 
     # The native region the caller asked for; the response does not echo it, so the SDK

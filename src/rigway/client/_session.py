@@ -222,9 +222,10 @@ class SessionHandle(SessionState):
 
         `mark=True` draws each target's box and id on the image; `image=False` skips the
         JPEG. Consumes the dirty take like `dirty()`. Remembers the targets for `click`.
-        `since=<frame_id>` (an earlier observe's or screenshot's): the image shows only
-        `changed_region` (None: nothing changed, no image) and `targets_diff` replaces
-        `targets`, applied here to the targets remembered for `click`.
+        `since=<frame_id>` (an earlier observe's or screenshot's): `changed_images` in
+        place of the image, the parts that changed at the picture's scale (empty: nothing
+        changed), and `targets_diff` in place of `targets`, applied here to the targets
+        remembered for `click`. The frame is then the picture with them pasted in.
         """
         result = self._client._request(
             ops.observe(

@@ -7,7 +7,10 @@ import pytest
 
 from rigway.agent.imaging import scaled_size
 from rigway.gateway.desktop.delta import (
-    changed_region,
+    MAX_IMAGES,
+    MERGE_GAP,
+    bounding_box,
+    changed_regions,
     picture_size,
     scaled_region,
     target_digests,
@@ -254,19 +257,35 @@ def _changed(*rects: tuple[int, int, int, int], known: bool = True) -> ops.Scree
     return ops.ScreenChanged(known=known, damage_mark=1, rects=list(rects))
 
 
-def test_the_changed_region_is_the_bounding_box_clipped_to_the_scope() -> None:
+def test_changed_areas_are_clipped_to_the_scope() -> None:
     scope = (100, 100, 200, 200)
     changed = _changed((90, 150, 20, 10), (250, 280, 100, 100), (0, 0, 50, 50))
-    assert changed_region(changed, scope) == (100, 150, 200, 150)
+    assert changed_regions(changed, scope) == [(250, 280, 50, 20), (100, 150, 10, 10)]
+
+
+def test_near_areas_share_a_region_and_far_ones_do_not() -> None:
+    near = MERGE_GAP - 1
+    changed = _changed((0, 0, 10, 10), (10 + near, 0, 10, 10), (500, 500, 4, 4))
+    assert changed_regions(changed, WHOLE_DESKTOP) == [(0, 0, 20 + near, 10), (500, 500, 4, 4)]
+
+
+def test_too_many_regions_merge_the_closest_first() -> None:
+    far = [(i * 200, 0, 5, 5) for i in range(MAX_IMAGES)]
+    changed = _changed(*far, (0, 100, 5, 5))
+    regions = changed_regions(changed, WHOLE_DESKTOP)
+    assert len(regions) == MAX_IMAGES
+    assert (0, 0, 5, 105) in regions  # the one below the first joined it
+    assert bounding_box(regions) == (0, 0, (MAX_IMAGES - 1) * 200 + 5, 105)
 
 
 def test_damage_outside_the_scope_is_no_change() -> None:
-    assert changed_region(_changed((0, 0, 50, 50)), (100, 100, 200, 200)) is None
-    assert changed_region(_changed(), WHOLE_DESKTOP) is None
+    assert changed_regions(_changed((0, 0, 50, 50)), (100, 100, 200, 200)) == []
+    assert changed_regions(_changed(), WHOLE_DESKTOP) == []
+    assert bounding_box([]) is None
 
 
 def test_damage_that_cannot_be_told_is_the_whole_scope() -> None:
-    assert changed_region(_changed(known=False), (5, 6, 7, 8)) == (5, 6, 7, 8)
+    assert changed_regions(_changed(known=False), (5, 6, 7, 8)) == [(5, 6, 7, 8)]
 
 
 # ---- the delta image's scale: the full picture's ----------------------------------------

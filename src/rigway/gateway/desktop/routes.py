@@ -269,16 +269,17 @@ async def observe(
     non-empty or damage is unavailable, and `text` reads the screen for a model. If the
     targets leg fails the observe still answers, with `targets: []`.
 
-    With `since` (a frame id this session was shown): the image shows only the region
-    that changed since that frame (`changed_region`; null and no image when nothing did)
-    and `targets_diff` replaces `targets`. An unknown frame is 409 frame_expired."""
+    With `since` (a frame id this session was shown): `changed_images` in place of the
+    image, the parts of the picture that changed since that frame at its scale (none
+    when nothing did; `changed_region` their bounding box), and `targets_diff` in place
+    of `targets`. An unknown frame is 409 frame_expired."""
     live = await _live(request, session_id, caller, "sessions")
     desktop = services_of(request).desktop
     marked = mark == 1 and image == 1
     exclude: set[str]
     if since is None:
         result = await desktop.observe(live, screen, image=image == 1, mark=marked)
-        exclude = {"changed_region", "targets_diff"}
+        exclude = {"changed_region", "changed_images", "targets_diff"}
     else:
         result = await observe_since(desktop, live, since, screen, image=image == 1, mark=marked)
         exclude = {"targets"}

@@ -592,6 +592,18 @@ class TargetsDiffOut(BaseModel):
     changed: list[TargetOut] = Field(description="Targets with any field different.")
 
 
+class ChangedImageOut(BaseModel):
+    """One part of the picture that changed since the `since` frame, at the scale of the
+    picture: paste it onto that picture at `region` times the scale."""
+
+    region: tuple[int, int, int, int] = Field(
+        description="The native `[x, y, w, h]` it shows, on the scale's pixel grid."
+    )
+    width: int = Field(description="The image's width in pixels.")
+    height: int = Field(description="The image's height in pixels.")
+    jpeg_base64: str = Field(description="The JPEG, base64.")
+
+
 class ObserveOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
@@ -631,13 +643,21 @@ class ObserveOut(BaseModel):
             ]
         }
     )
-    width: int = Field(description="The image's width (the region's, scaled), in pixels.")
-    height: int = Field(description="The image's height in pixels.")
+    width: int = Field(
+        description=(
+            "The image's width (the region's, scaled), in pixels; with `since` the "
+            "picture's the changed images paste onto."
+        )
+    )
+    height: int = Field(description="The image's height in pixels (likewise).")
     native_width: int = Field(description="The native desktop's width in pixels.")
     native_height: int = Field(description="The native desktop's height in pixels.")
     timestamp: int = Field(description="When the observe was taken, Unix milliseconds.")
     frame_id: str | None = Field(
-        description="The frame the image shows (input may point into it); null with image=0."
+        description=(
+            "The frame the image shows (input may point into it); with `since` the "
+            "picture with the changed images pasted in; null with image=0."
+        )
     )
     jpeg_base64: str | None = Field(
         default=None, description="The JPEG, base64; absent with image=0 or nothing changed."
@@ -680,8 +700,16 @@ class ObserveOut(BaseModel):
     changed_region: tuple[int, int, int, int] | None = Field(
         default=None,
         description=(
-            "Only with `since`: the native `[x, y, w, h]` the image shows; null when "
-            "nothing changed (and no image)."
+            "Only with `since`: the native `[x, y, w, h]` bounding box of "
+            "`changed_images`' regions; null when nothing changed."
+        ),
+    )
+    changed_images: list[ChangedImageOut] | None = Field(
+        default=None,
+        description=(
+            "Only with `since` (in place of `jpeg_base64`): the parts of the picture "
+            "that changed, each at the full picture's scale; empty when nothing changed "
+            "or with image=0."
         ),
     )
     targets_diff: TargetsDiffOut | None = Field(
