@@ -10,7 +10,7 @@ caller asks for a fresh frame.
 An observe's frame also keeps what `observe?since=` needs to answer with only what
 changed: the targets shown with it (each id with a digest of its public fields, so a
 frame costs a few bytes per target, never the targets themselves) and its `scope`, the
-native area the caller's picture covers (a delta's image shows only part of it).
+native area the caller's picture covers (a delta's frame keeps its since frame's).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Frame:
     image_width: int
     image_height: int
     damage_mark: int  # ScreenCaptured.damage_mark of the host
-    # The native area the caller's picture covers: `region` unless a delta showed part.
+    # The native area the caller's picture covers (`region` unless set apart).
     scope: Region | None = None
     targets: TargetDigests | None = None  # None: not shown with targets (a screenshot)
 
