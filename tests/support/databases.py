@@ -8,6 +8,8 @@ import atexit
 import contextlib
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -42,7 +44,10 @@ async def scratch_database(directory: Path) -> AsyncIterator[str]:
     made on the `RIGWAY_TEST_DATABASE_URL` server and dropped after."""
     server_url = os.environ.get("RIGWAY_TEST_DATABASE_URL")
     if server_url is None:
-        yield f"sqlite+aiosqlite:///{directory / 'rigway.db'}"
+        database = directory / "rigway.db"
+        shutil.copyfile(await _migrated_sqlite_template(), database)
+        database.chmod(0o600)
+        yield f"sqlite+aiosqlite:///{database}"
         return
     name = f"rigway_t_{secrets.token_hex(6)}"
     template = await _migrated_template(server_url)
@@ -71,6 +76,28 @@ async def _migrated_template(server_url: str) -> str:
         _templates[server_url] = name
         atexit.register(_drop_template, server_url, name)
     return name
+
+
+# A SQLite file of this test process with every migration applied, which each test's
+# database copies: the app migrates its store when it starts, and on a copy that finds
+# nothing to do (~6 ms) instead of building the schema anew (~60 ms, per test).
+_sqlite_template: list[Path] = []
+
+
+async def _migrated_sqlite_template() -> Path:
+    if not _sqlite_template:
+        folder = Path(tempfile.mkdtemp(prefix="rigway-template-"))
+        atexit.register(shutil.rmtree, folder, True)
+        template = folder / "rigway.db"
+        engine = create_engine(f"sqlite+aiosqlite:///{template}")
+        try:
+            await apply_migrations(engine)
+        finally:
+            await engine.dispose()  # the last connection's close folds the WAL in
+        leftovers = [p.name for p in folder.iterdir() if p != template]
+        assert not leftovers, f"the template left {leftovers}: a copy of the file would miss them"
+        _sqlite_template.append(template)
+    return _sqlite_template[0]
 
 
 def _drop_template(server_url: str, name: str) -> None:
