@@ -1,29 +1,45 @@
-"""Capacity of gateway nodes: many linked rigs, many sessions observing at a steady rate.
+"""Gateway nodes at scale: capacity, forwarding's cost, failover, and a soak.
 
-The bench starts everything itself: a PostgreSQL database of its own on
+The bench starts everything itself: a PostgreSQL database of its own per part on
 `--postgres-url`'s server (created, then dropped), or a SQLite file with `--store
-sqlite`; `--nodes` gateway nodes (`rigway gateway`, each its own process, on that store
-and on Redis at `--redis-url`, sharing key files); a rig swarm (`python -m
-rigway.agent.swarm`, one process) linking `--rigs` rigs to every node's URL; and, in
-this process, one HTTP client (httpx2, one connection pool, uvloop) that opens
-`--sessions` sessions, spread over the nodes' URLs, each observing `--rate` times a
-second on a fixed schedule for `--seconds` seconds.
+sqlite` (capacity and soak on one node only); gateway nodes (`rigway gateway`, each its
+own process, on that store and on Redis at `--redis-url`, sharing key files); a rig
+swarm (`python -m rigway.agent.swarm`, one process) linking rigs to the nodes' URLs;
+and, in this process, one HTTP client (httpx2, uvloop). `--parts` picks what runs
+(default capacity,forwarding,failover; the soak only when asked), all printed in one run:
 
-It prints observe latency (p50/p95/p99), errors by status, the requests per second
-achieved, the gateway processes' CPU per request, their resident memory before and
-after, and how late the load generator started its requests (its own CPU beside: a
-late, busy generator means the figures are its own, not the gateway's).
-
-`--soak-minutes N`: the same load for N minutes, printing each minute's errors and
-resident memory, then the errors and the memory growth over the last 80 % of the run
-(the bar: 0 errors, growth under 10 %).
+- capacity: `--nodes` nodes, `--rigs` rigs, `--sessions` sessions spread over the
+  nodes' URLs, each observing `--rate` times a second on a fixed schedule for
+  `--seconds` seconds. It prints observe latency (p50/p95/p99), errors by status, the
+  requests per second achieved, the gateway processes' CPU per request, their resident
+  memory before and after, and how late the load generator started its requests (its
+  own CPU beside: a late, busy generator means the figures are its own, not the
+  gateway's).
+- forwarding: two nodes, the rigs linked to the first; screenshots one at a time
+  through the first (direct) and the second (forwarded to the first), alternating,
+  `--forward-requests` each, for three cases: the swarm's canned JPEG (the host's
+  cached one, a few KiB), a real agent's (`rigway agent run --backend sim`, a
+  1920x1080 desktop) served from its cache, and the same encoded afresh each time.
+  p50/p95/p99 of each and the difference (the bar: forwarding adds at most 1 ms p50).
+- failover: `--failover-nodes` nodes, `--failover-sessions` swarm rigs with a session
+  each; `--kills` times, the node holding the most rigs is killed (SIGKILL) and up to
+  `--failover-probes` of its sessions take screenshots through a live node until one
+  succeeds (owner killed -> rig re-linked -> first good screenshot), then the node
+  starts again at its address. p50/p95 of that time (the bar: 2 s p50), the sessions
+  lost, and after every session is ended, `session.ended` events per ended session
+  (the bar: exactly 1.00).
+- soak: the capacity load for `--soak-seconds` (600 by default), printing each step's
+  errors and resident memory, then the errors and the memory growth over the last
+  80 % of the run, 8 of 10 minutes (the bar: 0 errors, growth under 10 %).
 
 Figures, never pass/fail. A node serves the sessions of the rigs it holds; with several
 nodes a session whose rig is held by another node needs forwarding between nodes.
 
-Run: .venv/bin/python -m bench.scale                 (500 rigs, 200 sessions, 2/s, 60 s)
-     .venv/bin/python -m bench.scale --rigs 50 --sessions 20 --seconds 10
-     .venv/bin/python -m bench.scale --soak-minutes 10
+Run: .venv/bin/python -m bench.scale          (capacity 500 rigs/200 sessions/2/s/60 s,
+                                               forwarding, failover over 10 kills)
+     .venv/bin/python -m bench.scale --parts capacity --rigs 50 --sessions 20 --seconds 10
+     .venv/bin/python -m bench.scale --parts forwarding,failover
+     .venv/bin/python -m bench.scale --parts soak --sessions 200 --soak-seconds 600
 """
 
 from __future__ import annotations
@@ -46,7 +62,7 @@ from pathlib import Path
 
 import httpx2
 import psutil
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -56,6 +72,8 @@ from rigway import event_loop
 from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import build_services
 from rigway.gateway.clock import SystemClock
+from rigway.gateway.cluster.ownership import RigOwnership, ownership_for
+from rigway.gateway.db.models import Session, WebhookOutbox
 from rigway.gateway.deployment import write_shared_key_files
 from rigway.gateway.settings import GatewaySettings
 
@@ -146,9 +164,13 @@ class Deployment:
 @dataclass
 class Node:
     name: str
-    base_url: str
+    port: int
     process: asyncio.subprocess.Process
     stats: psutil.Process
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
 
 def _environment(extra: dict[str, str]) -> dict[str, str]:
@@ -170,35 +192,45 @@ async def _until_ready(node: Node) -> None:
             await asyncio.sleep(0.1)
 
 
+async def start_node(deployment: Deployment, name: str, port: int) -> Node:
+    """`rigway gateway` as node `name` on `port` (again after a kill: the same address,
+    a new node id), once ready."""
+    environment = _environment(
+        deployment.environment
+        | {
+            "RIGWAY_STATE_DIR": str(deployment.directory / name),
+            "RIGWAY_NODE_NAME": name,
+            "RIGWAY_NODE_URL": f"http://127.0.0.1:{port}",
+            "RIGWAY_SHUTDOWN_GRACE_SECONDS": "5",
+        }
+    )
+    command = [
+        sys.executable, "-m", "rigway.cli.main", "gateway",
+        "--port", str(port), "--log-level", "warning",
+    ]  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *command, env=environment, stdout=asyncio.subprocess.DEVNULL
+    )
+    node = Node(name, port, process, psutil.Process(process.pid))
+    await _until_ready(node)
+    return node
+
+
 @contextlib.asynccontextmanager
 async def gateway_nodes(deployment: Deployment, count: int) -> AsyncIterator[list[Node]]:
-    """`count` nodes (`rigway gateway`), ready; stopped with SIGTERM (a drain) after."""
+    """`count` nodes (`rigway gateway`), ready; stopped with SIGTERM (a drain) after. The
+    list is the caller's: a node restarted in it is stopped too."""
     nodes: list[Node] = []
     try:
-        for index in range(count):
-            name = f"node-{index + 1}"
-            port = _free_port()
-            environment = _environment(
-                deployment.environment
-                | {
-                    "RIGWAY_STATE_DIR": str(deployment.directory / name),
-                    "RIGWAY_NODE_NAME": name,
-                    "RIGWAY_NODE_URL": f"http://127.0.0.1:{port}",
-                    "RIGWAY_SHUTDOWN_GRACE_SECONDS": "5",
-                }
-            )
-            command = [
-                sys.executable, "-m", "rigway.cli.main", "gateway",
-                "--port", str(port), "--log-level", "warning",
-            ]  # fmt: skip
-            process = await asyncio.create_subprocess_exec(
-                *command, env=environment, stdout=asyncio.subprocess.DEVNULL
-            )
-            nodes.append(
-                Node(name, f"http://127.0.0.1:{port}", process, psutil.Process(process.pid))
-            )
-            # One at a time: the first applies the migrations.
-            await _until_ready(nodes[-1])
+        # The first applies the migrations; the others start together after it.
+        nodes.append(await start_node(deployment, "node-1", _free_port()))
+
+        async def start_one(index: int) -> None:
+            # Kept as each is ready, so that a failing start stops those already started.
+            nodes.append(await start_node(deployment, f"node-{index + 1}", _free_port()))
+
+        await asyncio.gather(*(start_one(index) for index in range(1, count)))
+        nodes.sort(key=lambda node: int(node.name.removeprefix("node-")))
         yield nodes
     finally:
         await asyncio.gather(*(_stop(node.process) for node in nodes))
@@ -449,23 +481,36 @@ def _scratch_directory() -> Iterator[Path]:
 
 
 async def run(args: argparse.Namespace) -> None:
+    parts = args.parts
+    with _scratch_directory() as directory:
+        if "capacity" in parts or "soak" in parts:
+            (directory / "capacity").mkdir()
+            async with bench_database(args.store, args.postgres_url, directory) as database_url:
+                await run_capacity(args, directory / "capacity", database_url)
+        # Several nodes: always PostgreSQL and Redis.
+        for part, run_part in (("forwarding", run_forwarding), ("failover", run_failover)):
+            if part in parts:
+                (directory / part).mkdir()
+                async with bench_database("postgres", args.postgres_url, directory) as url:
+                    await run_part(args, directory / part, url)
+
+
+async def run_capacity(args: argparse.Namespace, directory: Path, database_url: str) -> None:
     # A node on SQLite is a node alone: Redis is for several.
     redis_url = args.redis_url if args.store == "postgres" and args.redis_url else None
-    with _scratch_directory() as directory:
-        async with bench_database(args.store, args.postgres_url, directory) as database_url:
-            deployment = Deployment.make(directory, database_url, redis_url)
-            started = time.perf_counter()
-            async with gateway_nodes(deployment, args.nodes) as nodes:
-                print(f"set-up: nodes ready in {time.perf_counter() - started:.1f} s", flush=True)
-                urls = [node.base_url for node in nodes]
-                started = time.perf_counter()
-                seeded = await seed(deployment, args.rigs)
-                print(f"set-up: {args.rigs} rigs paired in {time.perf_counter() - started:.1f} s")
-                rss_unlinked = _rss_mib(nodes)
-                started = time.perf_counter()
-                async with rig_swarm(directory, urls, seeded.rig_tokens) as swarm:
-                    print(f"set-up: rigs linked in {time.perf_counter() - started:.1f} s")
-                    await _load(args, nodes, urls, seeded, swarm, rss_unlinked, redis_url)
+    deployment = Deployment.make(directory, database_url, redis_url)
+    started = time.perf_counter()
+    async with gateway_nodes(deployment, args.nodes) as nodes:
+        print(f"set-up: nodes ready in {time.perf_counter() - started:.1f} s", flush=True)
+        urls = [node.base_url for node in nodes]
+        started = time.perf_counter()
+        seeded = await seed(deployment, args.rigs)
+        print(f"set-up: {args.rigs} rigs paired in {time.perf_counter() - started:.1f} s")
+        rss_unlinked = _rss_mib(nodes)
+        started = time.perf_counter()
+        async with rig_swarm(directory, urls, seeded.rig_tokens) as swarm:
+            print(f"set-up: rigs linked in {time.perf_counter() - started:.1f} s")
+            await _load(args, nodes, urls, seeded, swarm, rss_unlinked, redis_url)
 
 
 async def _load(
@@ -516,7 +561,7 @@ async def _load(
             )
             rss_before = _rss_mib(nodes)
             print(f"  gateway resident memory: {_mib(rss_before)} linked, sessions open")
-            if args.soak_minutes is None:
+            if "capacity" in args.parts:
                 load = Load()
                 before = Window.now(nodes, swarm)
                 await observe_for(client, sessions, args.rate, args.seconds, args.image, load)
@@ -524,7 +569,7 @@ async def _load(
                 print_load(f"capacity: {args.seconds:g} s", load, before, after, idle_cpu)
                 print(f"  gateway resident memory: {_mib(_rss_mib(nodes))} after")
                 print(f"machine: load average {os.getloadavg()[0]:.2f} (1 min) at the end")
-            else:
+            if "soak" in args.parts:
                 await _soak(args, client, nodes, swarm, sessions, idle_cpu)
         finally:
             await end_sessions(client, sessions)
@@ -538,9 +583,9 @@ async def _soak(
     sessions: Sequence[str],
     idle_cpu: Sequence[float],
 ) -> None:
-    minutes = args.soak_minutes
-    step_s = min(60.0, minutes * 60 / 5)
-    steps = max(1, round(minutes * 60 / step_s))
+    seconds = args.soak_seconds
+    step_s = min(60.0, seconds / 5)
+    steps = max(1, round(seconds / step_s))
     total = Load()
     rss: list[float] = [sum(_rss_mib(nodes))]
     first = Window.now(nodes, swarm)
@@ -553,38 +598,445 @@ async def _soak(
         total.late_ms += load.late_ms
         p99_ms = p99(load.latencies_ms) if load.latencies_ms else float("nan")
         print(
-            f"  {(step + 1) * step_s / 60:5.1f} min  errors {load.errors:4d}  "
+            f"  {(step + 1) * step_s:6.0f} s  errors {load.errors:4d}  "
             f"p99 {p99_ms:7.2f} ms  gateway resident {rss[-1]:.1f} MiB"
         )
-    print_load(f"soak: {minutes:g} min", total, first, Window.now(nodes, swarm), idle_cpu)
-    # The last 80 % of the run: from the sample nearest its start.
-    base = rss[round(0.2 * steps)]
+    print_load(f"soak: {seconds:g} s", total, first, Window.now(nodes, swarm), idle_cpu)
+    # The last 80 % of the run (8 of 10 minutes): from the sample nearest its start.
+    first_counted = round(0.2 * steps)
+    base = rss[first_counted]
     growth = (rss[-1] - base) / base * 100
+    verdict = "met" if growth < SOAK_GROWTH_BAR_PERCENT and total.errors == 0 else "NOT met"
     print(
-        f"  resident memory growth over the last 80 %: {growth:+.1f} %  "
-        f"({base:.1f} -> {rss[-1]:.1f} MiB; bar < 10 %, 0 errors)"
+        f"  resident memory growth over the last {(steps - first_counted) * step_s:.0f} s "
+        f"(80 %): {growth:+.1f} %  ({base:.1f} -> {rss[-1]:.1f} MiB; errors {total.errors}; "
+        f"bar < {SOAK_GROWTH_BAR_PERCENT:g} % and 0 errors: {verdict})"
     )
+
+
+# ---- forwarded against direct ------------------------------------------------------------
+
+# The bar: forwarding adds at most this to a screenshot's median.
+FORWARD_BAR_MS = 1.0
+# The real agent's desktop (the sim's 1920x1080 window), at the API's default quality.
+REAL_QUALITY = 85
+
+
+@contextlib.asynccontextmanager
+async def real_agent(directory: Path, gateway_url: str, rig_token: str) -> AsyncIterator[None]:
+    """`rigway agent run --backend sim` linked to `gateway_url` alone: a real agent,
+    whose screenshots are real JPEGs of a 1920x1080 desktop (the swarm's are a small
+    canned one)."""
+    home = directory / "real-agent"
+    home.mkdir()
+    token_file = home / "rig-token"
+    token_file.write_text(rig_token)
+    token_file.chmod(0o600)
+    command = [
+        sys.executable, "-m", "rigway.cli.main", "agent", "run", "--backend", "sim",
+        "--gateway", gateway_url, "--token-file", str(token_file), "--no-update",
+        "--state-dir", str(home),
+    ]  # fmt: skip
+    process = await asyncio.create_subprocess_exec(
+        *command, env=_environment({}), stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        yield
+    finally:
+        await _stop(process)
+
+
+async def _until_linked(client: httpx2.AsyncClient, base_url: str, rig_id: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        answer = await client.get(f"{base_url}/v1/rigs/{rig_id}")
+        if answer.status_code == 200 and answer.json().get("online"):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rig {rig_id} not linked in {START_TIMEOUT_S:.0f} s")
+        await asyncio.sleep(0.1)
+
+
+async def _open_session(client: httpx2.AsyncClient, base_url: str, rig_id: str) -> str:
+    answer = await client.post(f"{base_url}/v1/sessions", json={"rig_id": rig_id})
+    if answer.status_code != 201:
+        raise RuntimeError(f"session on {rig_id}: {answer.status_code} {answer.text}")
+    session_id: str = answer.json()["session_id"]
+    return session_id
+
+
+@dataclass
+class Case:
+    title: str
+    session_id: str
+    # Each request's query, in turn: one quality alternating with another makes the
+    # host encode afresh every time (it serves its last JPEG only for the same request).
+    queries: tuple[dict[str, int], ...]
+
+
+async def _screenshot_pairs(
+    client: httpx2.AsyncClient, direct: str, forwarded: str, case: Case, count: int
+) -> tuple[list[float], list[float], list[int]]:
+    """`count` screenshots through each node, one at a time, alternating (direct then
+    forwarded, then forwarded then direct) so a slow moment of the machine weighs on both
+    alike: their latencies, and the JPEGs' sizes."""
+    samples: dict[str, list[float]] = {direct: [], forwarded: []}
+    sizes: list[int] = []
+    for index in range(count):
+        order = (direct, forwarded) if index % 2 == 0 else (forwarded, direct)
+        params = case.queries[index % len(case.queries)]
+        for base in order:
+            started = time.perf_counter()
+            answer = await client.get(
+                f"{base}/v1/sessions/{case.session_id}/screenshot", params=params
+            )
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            if answer.status_code != 200:
+                raise RuntimeError(f"screenshot through {base}: {answer.status_code} {answer.text}")
+            samples[base].append(elapsed_ms)
+            sizes.append(len(answer.content))
+    return samples[direct], samples[forwarded], sizes
+
+
+async def run_forwarding(args: argparse.Namespace, directory: Path, database_url: str) -> None:
+    deployment = Deployment.make(directory, database_url, args.redis_url)
+    async with gateway_nodes(deployment, 2) as nodes:
+        holder, edge = nodes
+        seeded = await seed(deployment, 2)
+        swarm_rig, agent_rig = seeded.rig_ids
+        async with (
+            rig_swarm(directory, [holder.base_url], seeded.rig_tokens[:1]),
+            real_agent(directory, holder.base_url, seeded.rig_tokens[1]),
+            httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {seeded.api_key}"},
+                timeout=REQUEST_TIMEOUT_S,
+                trust_env=False,
+            ) as client,
+        ):
+            await _until_linked(client, holder.base_url, agent_rig)
+            canned = await _open_session(client, holder.base_url, swarm_rig)
+            real = await _open_session(client, holder.base_url, agent_rig)
+            cases = [
+                Case("cached (swarm rig, canned JPEG)", canned, ({},)),
+                Case("real JPEG, host cached (sim 1920x1080)", real, ({},)),
+                Case(
+                    "real JPEG, host encodes each (sim 1920x1080)",
+                    real,
+                    ({"quality": REAL_QUALITY}, {"quality": REAL_QUALITY - 1}),
+                ),
+            ]
+            print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min)")
+            print(
+                "forwarded against direct: 2 nodes on PostgreSQL, Redis; the rigs linked to "
+                f"node-1; screenshots one at a time, {args.forward_requests} through each "
+                "node, alternating (direct: node-1; forwarded: node-2 -> node-1)"
+            )
+            try:
+                for case in cases:
+                    # Warm-up: connections open, the peer link up, the host's JPEG cached.
+                    await _screenshot_pairs(client, holder.base_url, edge.base_url, case, 10)
+                    direct, forwarded, sizes = await _screenshot_pairs(
+                        client, holder.base_url, edge.base_url, case, args.forward_requests
+                    )
+                    _print_forwarding(case.title, direct, forwarded, sizes)
+            finally:
+                await end_sessions(
+                    client, [f"{holder.base_url}/v1/sessions/{sid}" for sid in (canned, real)]
+                )
+
+
+def _print_forwarding(
+    title: str, direct: list[float], forwarded: list[float], sizes: list[int]
+) -> None:
+    print(f"  {title}, JPEG {p50([float(size) for size in sizes]) / 1024:.1f} KiB")
+    for label, samples in (("direct", direct), ("forwarded", forwarded)):
+        print(
+            f"    {label:<10} p50 {p50(samples):7.2f} ms   p95 {p95(samples):7.2f} ms   "
+            f"p99 {p99(samples):7.2f} ms   n={len(samples)}"
+        )
+    added = p50(forwarded) - p50(direct)
+    verdict = "met" if added <= FORWARD_BAR_MS else "NOT met"
+    print(
+        f"    forwarding adds p50 {added:+.2f} ms   p95 {p95(forwarded) - p95(direct):+.2f} ms"
+        f"   p99 {p99(forwarded) - p99(direct):+.2f} ms   (bar +<= {FORWARD_BAR_MS:g} ms p50: "
+        f"{verdict})"
+    )
+
+
+# ---- failover -----------------------------------------------------------------------------
+
+# The bar: the first good screenshot this soon (median) after the owner node is killed.
+FAILOVER_BAR_S = 2.0
+FAILOVER_TIMEOUT_S = 30.0
+RETRY_INTERVAL_S = 0.05
+
+
+@dataclass
+class Failover:
+    recovered_s: list[float] = field(default_factory=list)
+    per_kill_p50_s: list[float] = field(default_factory=list)
+    moved: list[int] = field(default_factory=list)
+    statuses: Counter[str] = field(default_factory=Counter)
+    gave_up: int = 0
+
+
+async def _holders(ownership: RigOwnership, rig_ids: Sequence[str]) -> dict[str, str | None]:
+    urls = await asyncio.gather(*(ownership.holder_url(rig_id) for rig_id in rig_ids))
+    return dict(zip(rig_ids, urls, strict=True))
+
+
+async def _until_all_held(
+    ownership: RigOwnership, rig_ids: Sequence[str], live_urls: set[str]
+) -> dict[str, str | None]:
+    """Until a live node holds every rig (after a kill, the rigs it held re-link)."""
+    deadline = time.monotonic() + FAILOVER_TIMEOUT_S
+    while True:
+        holders = await _holders(ownership, rig_ids)
+        if all(url in live_urls for url in holders.values()):
+            return holders
+        if time.monotonic() > deadline:
+            raise RuntimeError("rigs not re-linked to a live node in time")
+        await asyncio.sleep(0.1)
+
+
+async def _first_good_screenshot(
+    client: httpx2.AsyncClient, base_url: str, session_id: str, killed_at: float, run: Failover
+) -> float | None:
+    """Seconds from the kill to a 200 screenshot through `base_url` (a live node),
+    retrying as a client does; None when the session ended or it took too long."""
+    while time.perf_counter() - killed_at < FAILOVER_TIMEOUT_S:
+        try:
+            answer = await client.get(f"{base_url}/v1/sessions/{session_id}/screenshot")
+            status = str(answer.status_code)
+        except httpx2.HTTPError as exc:
+            status = type(exc).__name__
+        if status == "200":
+            return time.perf_counter() - killed_at
+        run.statuses[status] += 1
+        if status == "410":
+            return None  # the session ended: lost
+        await asyncio.sleep(RETRY_INTERVAL_S)
+    return None
+
+
+async def run_failover(args: argparse.Namespace, directory: Path, database_url: str) -> None:
+    deployment = Deployment.make(directory, database_url, args.redis_url)
+    async with gateway_nodes(deployment, args.failover_nodes) as nodes:
+        seeded = await seed(deployment, args.failover_sessions)
+        urls = [node.base_url for node in nodes]
+        ownership = ownership_for(args.redis_url, "http://127.0.0.1:1")
+        async with (
+            rig_swarm(directory, urls, seeded.rig_tokens),
+            httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {seeded.api_key}"},
+                timeout=5.0,
+                limits=httpx2.Limits(max_connections=args.failover_sessions * 2),
+                trust_env=False,
+            ) as client,
+        ):
+            sessions = dict(
+                zip(
+                    seeded.rig_ids,
+                    [
+                        url.rsplit("/", 1)[1]
+                        for url in await open_sessions(
+                            client, urls, seeded.rig_ids, args.failover_sessions
+                        )
+                    ],
+                    strict=True,
+                )
+            )
+            print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min)")
+            print(
+                f"failover: {len(nodes)} nodes, {len(sessions)} swarm rigs each with a session; "
+                f"{args.kills} times the node holding the most rigs is killed (SIGKILL), and "
+                f"up to {args.failover_probes} of its sessions take screenshots through a "
+                "live node until one succeeds; the node then starts again at its address"
+            )
+            run = Failover()
+            try:
+                for kill in range(args.kills):
+                    await _kill_one(
+                        args, deployment, nodes, ownership, client, sessions, run,
+                        restart=kill + 1 < args.kills,
+                    )  # fmt: skip
+                    print(
+                        f"  kill {kill + 1:2d}: {run.moved[-1]:3d} sessions moved, first good "
+                        f"screenshot p50 {run.per_kill_p50_s[-1]:.2f} s",
+                        flush=True,
+                    )
+                live = [node.base_url for node in nodes if node.process.returncode is None]
+                # Every rig of the last node killed re-linked to a live one first.
+                await _until_all_held(ownership, list(sessions), set(live))
+                await _print_failover(run, client, live[0], sessions, deployment)
+            finally:
+                await ownership.stop()
+
+
+async def _kill_one(
+    args: argparse.Namespace,
+    deployment: Deployment,
+    nodes: list[Node],
+    ownership: RigOwnership,
+    client: httpx2.AsyncClient,
+    sessions: dict[str, str],
+    run: Failover,
+    *,
+    restart: bool,
+) -> None:
+    """Kill the node holding the most rigs and time its sessions' recovery; `restart`:
+    start it again at its address (not after the last kill: the run is over)."""
+    live_urls = {node.base_url for node in nodes}
+    holders = await _until_all_held(ownership, list(sessions), live_urls)
+    victim_url = Counter(holders.values()).most_common(1)[0][0]
+    index, victim = next((i, n) for i, n in enumerate(nodes) if n.base_url == victim_url)
+    survivors = [node.base_url for node in nodes if node is not victim]
+    moved = [rig_id for rig_id, url in holders.items() if url == victim_url]
+    probes = moved[: args.failover_probes]
+    victim.process.kill()
+    killed_at = time.perf_counter()
+    recovered = await asyncio.gather(
+        *(
+            _first_good_screenshot(
+                client, survivors[i % len(survivors)], sessions[rig_id], killed_at, run
+            )
+            for i, rig_id in enumerate(probes)
+        )
+    )
+    await victim.process.wait()
+    times = [seconds for seconds in recovered if seconds is not None]
+    run.gave_up += len(recovered) - len(times)
+    run.recovered_s += times
+    run.per_kill_p50_s.append(p50(times) if times else float("nan"))
+    run.moved.append(len(moved))
+    if restart:
+        nodes[index] = await start_node(deployment, victim.name, victim.port)
+
+
+async def _print_failover(
+    run: Failover,
+    client: httpx2.AsyncClient,
+    base_url: str,
+    sessions: dict[str, str],
+    deployment: Deployment,
+) -> None:
+    samples_ms = [seconds * 1000 for seconds in run.recovered_s]
+    if samples_ms:
+        verdict = "met" if p50(samples_ms) <= FAILOVER_BAR_S * 1000 else "NOT met"
+        print(
+            f"  first good screenshot after the kill  p50 {p50(samples_ms) / 1000:.2f} s   "
+            f"p95 {p95(samples_ms) / 1000:.2f} s   max {max(samples_ms) / 1000:.2f} s   "
+            f"n={len(samples_ms)}  (bar <= {FAILOVER_BAR_S:g} s p50: {verdict})"
+        )
+    print(f"  per kill p50: {' '.join(f'{s:.2f}' for s in run.per_kill_p50_s)} s")
+    print(
+        f"  refused while moving (retried): {dict(sorted(run.statuses.items())) or 'none'}; "
+        f"probes that never got a screenshot: {run.gave_up}"
+    )
+    statuses = await asyncio.gather(
+        *(client.get(f"{base_url}/v1/sessions/{sid}") for sid in sessions.values())
+    )
+    lost = [
+        sid
+        for sid, answer in zip(sessions.values(), statuses, strict=True)
+        if answer.status_code != 200 or answer.json()["status"] != "active"
+    ]
+    print(f"  sessions lost: {len(lost)} of {len(sessions)}")
+    await end_sessions(client, [f"{base_url}/v1/sessions/{sid}" for sid in sessions.values()])
+    counts = await _ended_events(deployment.database_url, list(sessions.values()))
+    ended = len(counts)
+    events = sum(counts.values())
+    not_once = {sid: n for sid, n in counts.items() if n != 1}
+    print(
+        f"  session.ended per ended session: {events / ended if ended else float('nan'):.2f} "
+        f"({events} events, {ended} sessions ended; not exactly once: {len(not_once)})"
+    )
+
+
+async def _ended_events(database_url: str, session_ids: list[str]) -> dict[str, int]:
+    """Of `session_ids`, those ended in the store: how many `session.ended` events the
+    outbox holds for each (exactly once: 1)."""
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            ended = await connection.scalars(
+                select(Session.id).where(Session.id.in_(session_ids), Session.status == "ended")
+            )
+            ended_ids = list(ended)
+            payloads = await connection.scalars(
+                select(WebhookOutbox.payload).where(WebhookOutbox.event == "session.ended")
+            )
+            counts = Counter(str(payload.get("session_id")) for payload in payloads)
+    finally:
+        await engine.dispose()
+    return {session_id: counts[session_id] for session_id in ended_ids}
+
+
+PARTS = ("capacity", "forwarding", "failover", "soak")
+DEFAULT_PARTS = "capacity,forwarding,failover"
+SOAK_GROWTH_BAR_PERCENT = 10.0
+
+
+def _parts(text: str) -> list[str]:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown or not parts:
+        raise argparse.ArgumentTypeError(f"parts are among {', '.join(PARTS)}; got {text!r}")
+    return parts
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.scale", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--rigs", type=int, default=500)
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--rate", type=float, default=2.0, help="observes per second per session")
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--soak-minutes", type=float, default=None)
-    parser.add_argument("--image", type=int, choices=(0, 1), default=1, help="observe's image")
-    parser.add_argument("--nodes", type=int, default=1)
-    parser.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
+    parser.add_argument(
+        "--parts", type=_parts, default=None,
+        help=f"comma-separated, among {', '.join(PARTS)} (default {DEFAULT_PARTS}; "
+        "soak alone with --soak-seconds)",
+    )  # fmt: skip
+    capacity = parser.add_argument_group("capacity and soak")
+    capacity.add_argument("--rigs", type=int, default=500)
+    capacity.add_argument("--sessions", type=int, default=200)
+    capacity.add_argument("--rate", type=float, default=2.0, help="observes per second per session")
+    capacity.add_argument("--seconds", type=float, default=60.0)
+    capacity.add_argument(
+        "--soak-seconds", type=float, default=None,
+        help="the soak's length (default 600); without --parts, the soak alone",
+    )  # fmt: skip
+    capacity.add_argument("--image", type=int, choices=(0, 1), default=1, help="observe's image")
+    capacity.add_argument("--nodes", type=int, default=1)
+    capacity.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
+    forwarding = parser.add_argument_group("forwarded against direct")
+    forwarding.add_argument(
+        "--forward-requests", type=int, default=500, help="screenshots through each node, a case"
+    )
+    failover = parser.add_argument_group("failover")
+    failover.add_argument("--kills", type=int, default=10)
+    failover.add_argument("--failover-nodes", type=int, default=2)
+    failover.add_argument(
+        "--failover-sessions", type=int, default=100, help="swarm rigs, a session each"
+    )
+    failover.add_argument(
+        "--failover-probes", type=int, default=10,
+        help="sessions of the killed node timed to their first good screenshot, a kill",
+    )  # fmt: skip
     parser.add_argument("--postgres-url", default=POSTGRES_URL, help="a server's admin URL")
     parser.add_argument("--redis-url", default=REDIS_URL, help="'' for none")
     args = parser.parse_args(argv)
+    if args.parts is None:
+        args.parts = ["soak"] if args.soak_seconds is not None else _parts(DEFAULT_PARTS)
+    if args.soak_seconds is None:
+        args.soak_seconds = 600.0
     if args.sessions > args.rigs:
         parser.error("--sessions cannot exceed --rigs (one session per rig)")
-    if args.nodes > 1 and (args.store == "sqlite" or not args.redis_url):
-        parser.error("several nodes need --store postgres and --redis-url")
+    wants_several = {"forwarding", "failover"} & set(args.parts)
+    if (args.nodes > 1 or wants_several) and not args.redis_url:
+        parser.error("several nodes (--nodes > 1, forwarding, failover) need --redis-url")
+    if args.nodes > 1 and args.store == "sqlite":
+        parser.error("several nodes need --store postgres")
+    if args.failover_nodes < 2:
+        parser.error("--failover-nodes: at least 2 (one is killed)")
     return args
 
 

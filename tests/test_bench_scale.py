@@ -1,5 +1,6 @@
 """`bench/scale.py` runs end to end with tiny flags (its figures are not checked, only that
-every part ran and no request failed), so the benchmark cannot rot between runs."""
+every part ran and no request failed, and for the failover that no session was lost or
+announced ended twice), so the benchmark cannot rot between runs."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ async def _bench(*flags: str) -> str:
 
 async def test_a_tiny_capacity_run_on_postgresql_and_redis_prints_every_figure() -> None:
     output = await _bench(
-        "--rigs", "6", "--sessions", "3", "--rate", "4", "--seconds", "2",
+        "--parts", "capacity", "--rigs", "6", "--sessions", "3", "--rate", "4", "--seconds", "2",
         "--postgres-url", POSTGRES_SERVER_URL, "--redis-url", REDIS_URL,
     )  # fmt: skip
 
@@ -54,10 +55,32 @@ async def test_a_tiny_capacity_run_on_postgresql_and_redis_prints_every_figure()
 
 async def test_a_tiny_soak_on_sqlite_prints_errors_and_memory_growth() -> None:
     output = await _bench(
-        "--rigs", "3", "--sessions", "2", "--rate", "4", "--soak-minutes", "0.05", "--store",
+        "--rigs", "3", "--sessions", "2", "--rate", "4", "--soak-seconds", "3", "--store",
         "sqlite",
     )  # fmt: skip
 
     assert "1 gateway node(s) on SQLite; 3 swarm rigs linked" in output
-    assert re.search(r"soak: 0.05 min\n.*\n\s+errors\s+0\s", output), output
-    assert re.search(r"resident memory growth over the last 80 %: [+-][\d.]+ %", output), output
+    assert "capacity: " not in output  # --soak-seconds alone: the soak part only
+    assert re.search(r"soak: 3 s\n.*\n\s+errors\s+0\s", output), output
+    growth = r"resident memory growth over the last [\d.]+ s \(80 %\): [+-][\d.]+ %"
+    assert re.search(growth, output), output
+
+
+async def test_tiny_forwarding_and_failover_runs_print_their_figures_and_bars() -> None:
+    output = await _bench(
+        "--parts", "forwarding,failover", "--forward-requests", "2", "--kills", "1",
+        "--failover-sessions", "4", "--failover-probes", "2",
+        "--postgres-url", POSTGRES_SERVER_URL, "--redis-url", REDIS_URL,
+    )  # fmt: skip
+
+    for case in ("cached (swarm rig", "real JPEG, host cached", "real JPEG, host encodes each"):
+        assert case in output, output
+    assert len(re.findall(r"direct\s+p50\s+[\d.]+ ms\s+p95\s+[\d.]+ ms\s+p99", output)) == 3
+    assert len(re.findall(r"forwarded\s+p50\s+[\d.]+ ms", output)) == 3
+    assert len(re.findall(r"forwarding adds p50 [+-][\d.]+ ms.*\(bar \+<= 1 ms p50", output)) == 3
+    assert re.search(r"kill  1:\s+\d+ sessions moved", output), output
+    first_good = r"first good screenshot after the kill\s+p50 [\d.]+ s\s+p95 [\d.]+ s"
+    assert re.search(first_good + r".*\(bar <= 2 s p50", output), output
+    assert "probes that never got a screenshot: 0" in output
+    assert "sessions lost: 0 of 4" in output
+    assert "session.ended per ended session: 1.00 (4 events, 4 sessions ended" in output
