@@ -281,6 +281,29 @@ async def test_a_live_session_reads_through_the_other_node_as_the_holder_says(
     assert _without_the_clock(through_edge) == _without_the_clock(from_holder)
 
 
+async def test_live_sessions_list_through_the_other_node_as_the_holder_says(
+    two_nodes: TwoNodes,
+) -> None:
+    client, holder = two_nodes.client, two_nodes.holder
+    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
+        "session_id"
+    ]
+    moved = await client.post(
+        f"/v1/sessions/{session_id}/input",
+        json={"events": [{"type": "mouse_move", "x": 10, "y": 10}]},
+    )
+    assert moved.status_code == 200, moved.text
+    await _screensaver_on(two_nodes)
+
+    through_edge = ok_json(await client.get("/v1/sessions"))["sessions"]
+    from_holder = ok_json(await holder.client.get("/v1/sessions"))["sessions"]
+
+    assert [(s["desktop_state"], s["action_count"]) for s in through_edge] == [("screensaver", 1)]
+    assert [_without_the_clock(s) for s in through_edge] == [
+        _without_the_clock(s) for s in from_holder
+    ]
+
+
 async def test_an_online_rig_reads_through_the_other_node_as_the_holder_says(
     two_nodes: TwoNodes,
 ) -> None:

@@ -10,7 +10,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from rigway.gateway.auth.api_key_auth import KEY_PATTERN, ApiPrincipal
 from rigway.gateway.auth.console_tokens import JwksUnavailable
-from rigway.gateway.cluster.forwarding import ConsoleUser, forwarded_console_user, note_console_user
+from rigway.gateway.cluster.forwarding import (
+    ConsoleUser,
+    forwarded_caller,
+    forwarded_console_user,
+    note_console_user,
+)
 from rigway.gateway.errors import ApiError, InvalidConsoleToken
 from rigway.gateway.services import services_of
 
@@ -63,6 +68,14 @@ async def key_or_console_principal(
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> ApiPrincipal | ConsolePrincipal:
     """For the few operations both callers may use (GET /v1/sessions)."""
+    forwarded_key = forwarded_caller(request)
+    if forwarded_key is not None:
+        return forwarded_key  # counted where it arrived
+    forwarded_user = forwarded_console_user(request)
+    if forwarded_user is not None:
+        return ConsolePrincipal(
+            account_id=forwarded_user.account_id, subject=forwarded_user.subject
+        )
     token = bearer_token(request)
     if token is None or KEY_PATTERN.fullmatch(token) is not None:
         services = services_of(request)
@@ -70,8 +83,12 @@ async def key_or_console_principal(
         await services.rate_limits.hit_request(
             key_id=principal.key_id, account_id=principal.account_id
         )
+        # For reading what other nodes of the service know, as this caller.
+        request.state.api_caller = principal
         return principal
-    return await verify_console_token(request, token)
+    user = await verify_console_token(request, token)
+    note_console_user(request, ConsoleUser(user.account_id, user.subject, token))
+    return user
 
 
 ConsoleCaller = Annotated[ConsolePrincipal, Depends(console_principal)]

@@ -75,15 +75,8 @@ async def values_other_nodes_know(
     """The live values of the sessions other nodes serve, from those nodes (one read
     each): their activity and the owner's presence as of now, not as last flushed. A
     node that does not answer in time leaves the store's values."""
-    served_by: dict[str, list[str]] = {}
-    for session in active:
-        if services.sessions.live.get(session.session_id) is not None:
-            continue
-        holder = await services.ownership.holder_url(session.rig_id)
-        if holder is not None:
-            served_by.setdefault(holder, []).append(session.session_id)
     values: dict[str, str] = {}
-    for node_url, session_ids in served_by.items():
+    for node_url, session_ids in (await services.sessions.served_elsewhere(active)).items():
         query = urlencode([("session", session_id) for session_id in session_ids])
         try:
             answer = await ask(

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request
 
 from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
+from rigway.gateway.cluster.forwarding import ask, is_forwarded
+from rigway.gateway.cluster.peer_link import PeerTimeoutError, PeerUnavailableError
 from rigway.gateway.errors_openapi import error_responses, session_start_error_responses
 from rigway.gateway.path_parameters import SessionId
-from rigway.gateway.services import services_of
+from rigway.gateway.services import Services, services_of
 from rigway.gateway.sessions.schemas import CreateSessionIn, SessionListOut, SessionOut
 
+logger = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"])
+
+# A list waits this long at most for another node's view of its sessions.
+_ASK_TIMEOUT_S = 2.0
 
 
 @router.post(
@@ -46,8 +54,36 @@ async def list_sessions(request: Request, caller: AnyCaller) -> SessionListOut:
     if isinstance(caller, ApiPrincipal):
         caller.require("sessions")
         key_id = caller.key_id
-    sessions = await services_of(request).sessions.list_active(caller.account_id, key_id)
+    services = services_of(request)
+    sessions = await services.sessions.list_active(caller.account_id, key_id)
+    if not is_forwarded(request):  # asked by another node: what this one knows only
+        sessions = await _as_their_nodes_see_them(request, services, sessions)
     return SessionListOut(sessions=sessions)
+
+
+async def _as_their_nodes_see_them(
+    request: Request, services: Services, sessions: list[SessionOut]
+) -> list[SessionOut]:
+    """`sessions`, those other nodes serve as those nodes see them (desktop state,
+    displays, control, activity not yet written): one read of each node's list. A node
+    that does not answer in time leaves the store's view of its sessions."""
+    theirs: dict[str, SessionOut] = {}
+    for node_url, session_ids in (await services.sessions.served_elsewhere(sessions)).items():
+        try:
+            answer = await ask(
+                request, services.peers, node_url, "/v1/sessions", "", _ASK_TIMEOUT_S
+            )
+            if answer.status != 200:
+                raise ValueError(f"it answered {answer.status}")
+            listed = SessionListOut.model_validate_json(bytes(answer.body)).sessions
+        except (PeerUnavailableError, PeerTimeoutError, ValueError) as exc:
+            logger.info("sessions served by %s listed as the store has them: %s", node_url, exc)
+            continue
+        wanted = set(session_ids)
+        theirs |= {
+            session.session_id: session for session in listed if session.session_id in wanted
+        }
+    return [theirs.get(session.session_id, session) for session in sessions]
 
 
 @router.post(

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -137,6 +137,18 @@ class SessionService:
         async with self._db_sessions() as db:
             rows = await repository.list_active(db, account_id, api_key_id)
         return [self.view(row) for row in rows]
+
+    async def served_elsewhere(self, sessions: Sequence[SessionOut]) -> dict[str, list[str]]:
+        """Of `sessions`, the active ones another node serves (whose live parts only it
+        knows): their ids by that node's address."""
+        served_by: dict[str, list[str]] = {}
+        for session in sessions:
+            if session.status != "active" or self.live.get(session.session_id) is not None:
+                continue
+            holder = await self.holder_url(session.rig_id)
+            if holder is not None:
+                served_by.setdefault(holder, []).append(session.session_id)
+        return served_by
 
     async def require_live(self, account_id: str, session_id: str) -> LiveSession:
         """The active session for a session-scoped operation: 404 or 410 otherwise."""
