@@ -92,12 +92,18 @@ def differing(rects: Sequence[Rect], picture: Pixels, current: Pixels) -> list[R
     boxes: list[Rect] = []
     for rect in rects:
         rows, cols = slice(rect.y, rect.y + rect.h), slice(rect.x, rect.x + rect.w)
-        unequal = picture[rows, cols] != current[rows, cols]
-        mask = unequal.any(axis=2) if unequal.ndim == 3 else unequal
-        boxes.extend(
-            Rect(rect.x + x, rect.y + y, w, h) for x, y, w, h in _clusters(np.asarray(mask))
-        )
+        mask = _unequal(picture[rows, cols], current[rows, cols])
+        boxes.extend(Rect(rect.x + x, rect.y + y, w, h) for x, y, w, h in _clusters(mask))
     return boxes
+
+
+def _unequal(before: Pixels, after: Pixels) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    """Per pixel, whether any channel differs. A 4-byte pixel compares as one 32-bit
+    word: 1 ms for a 1500x800 window where `any` over the channels takes 20."""
+    if before.ndim == 3 and before.shape[2] == 4 and before.dtype == np.uint8:
+        return np.asarray(before.view(np.uint32)[..., 0] != after.view(np.uint32)[..., 0])
+    unequal = before != after
+    return np.asarray(unequal.any(axis=2) if unequal.ndim == 3 else unequal)
 
 
 def _clusters(mask: np.ndarray[Any, np.dtype[np.bool_]]) -> list[tuple[int, int, int, int]]:
