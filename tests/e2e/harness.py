@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import argon2
 import httpx2
 import uvicorn
 
@@ -24,6 +25,7 @@ from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app
 from rigway.gateway.clock import Clock
 from rigway.gateway.deployment import write_shared_key_files
+from rigway.gateway.identity.passwords import Passwords
 from rigway.gateway.services import Services
 from rigway.gateway.serving import ConnectionLimits, server_config
 from rigway.gateway.settings import GatewaySettings
@@ -40,6 +42,11 @@ ROOMY_RATE_LIMITS: dict[str, Any] = {
     "account_request_rate_limit": "100000/minute",
     "input_event_rate_limit": "1000000/minute",
 }
+
+# Console passwords hashed with Argon2's cheapest parameters: the gateway's own (RFC 9106
+# low-memory, 64 MiB) take 50-400 ms a hash on this 2-CPU machine, and the console tests
+# sign users up and in by the hundred. tests/gateway/identity measures the real ones.
+QUICK_PASSWORDS = Passwords(argon2.PasswordHasher.from_parameters(argon2.profiles.CHEAPEST))
 
 
 @dataclass
@@ -169,7 +176,7 @@ async def running_stack(
         # One node of several: the others reach it at its own address.
         settings_overrides["node_url"] = f"http://127.0.0.1:{port}"
     settings = GatewaySettings(state_dir=state_dir, database_url=database_url, **settings_overrides)
-    app = create_app(settings, clock=clock)
+    app = create_app(settings, clock=clock, passwords=QUICK_PASSWORDS)
     server = uvicorn.Server(server_config(app, settings, "127.0.0.1", port, connection_limits))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     base_url = f"http://127.0.0.1:{port}"

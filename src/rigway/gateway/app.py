@@ -58,6 +58,7 @@ from rigway.gateway.errors import (
 from rigway.gateway.health_and_metrics import router as health_and_metrics_router
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.hostlink.routes import router as hostlink_router
+from rigway.gateway.identity.passwords import Passwords
 from rigway.gateway.identity.routes import router as identity_router
 from rigway.gateway.identity.service import IdentityProvider
 from rigway.gateway.identity.signing_keys import load_or_create_signing_key, load_signing_key
@@ -99,7 +100,9 @@ from rigway.gateway.webhooks.tasks import WebhookDispatcher
 logger = logging.getLogger(__name__)
 
 
-def build_services(settings: GatewaySettings, clock: Clock) -> Services:
+def build_services(
+    settings: GatewaySettings, clock: Clock, passwords: Passwords | None = None
+) -> Services:
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     engine = create_engine(settings.resolved_database_url())
     db = session_factory(engine)
@@ -129,7 +132,7 @@ def build_services(settings: GatewaySettings, clock: Clock) -> Services:
     notices.on(API_KEY_FORGOTTEN, lambda body: api_keys.forget_here(str(body.get("prefix"))))
     notices.on_resubscribed(api_keys.forget_all)
     rate_limits = RateLimits(settings, clock)
-    identity, console_tokens = _console_auth(settings, clock, db, rate_limits)
+    identity, console_tokens = _console_auth(settings, clock, db, rate_limits, passwords)
     secret_key_file = settings.secret_key_file or settings.state_dir / "secret.key"
     box = SecretBox.from_file(secret_key_file)
     secret_key = secret_key_file.read_bytes().strip()
@@ -223,6 +226,7 @@ def _console_auth(
     clock: Clock,
     db: async_sessionmaker[DbSession],
     rate_limits: RateLimits,
+    passwords: Passwords | None,
 ) -> tuple[IdentityProvider | None, ConsoleTokenVerifier]:
     """The embedded identity provider, or an external one named by its JWKS URL."""
     issuer = settings.resolved_console_issuer()
@@ -241,6 +245,7 @@ def _console_auth(
             audience=settings.console_audience,
             token_ttl_s=settings.console_token_ttl_s,
             rate_limits=rate_limits,
+            passwords=passwords,
         )
         source = StaticJwksSource(identity.jwks())
     else:
@@ -255,8 +260,12 @@ def _console_auth(
     return identity, verifier
 
 
-def create_app(settings: GatewaySettings, *, clock: Clock | None = None) -> FastAPI:
-    services = build_services(settings, clock if clock is not None else SystemClock())
+def create_app(
+    settings: GatewaySettings, *, clock: Clock | None = None, passwords: Passwords | None = None
+) -> FastAPI:
+    """The gateway. `clock` and `passwords` (the console's password hashing) default to
+    the real ones; tests pass their own (a clock they move, a cheaper Argon2)."""
+    services = build_services(settings, clock if clock is not None else SystemClock(), passwords)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

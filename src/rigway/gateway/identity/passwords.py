@@ -1,7 +1,9 @@
 """Console passwords: Argon2id hashes (argon2-cffi, RFC 9106 low-memory defaults).
 
-An unknown user name still costs one Argon2 verification, against a dummy hash made at
-start-up, so response time does not tell which user names exist.
+An unknown user name still costs one Argon2 verification, against a dummy hash, so
+response time does not tell which user names exist. The dummy is made by the first
+verification of any kind (known user or not, so that one costs the same either way),
+not at start-up: a gateway starts without spending an Argon2 hash it may never need.
 
 Argon2 is deliberately slow (tens of milliseconds) and holds the CPU: from async code,
 call `verify_in_thread` / `hash_in_thread` so the event loop keeps serving others.
@@ -24,7 +26,7 @@ MAX_PASSWORD_LENGTH = 1024
 class Passwords:
     def __init__(self, hasher: argon2.PasswordHasher | None = None) -> None:
         self._hasher = hasher if hasher is not None else argon2.PasswordHasher()
-        self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(24))
+        self._dummy_hash: str | None = None
 
     def hash(self, password: str) -> str:
         if len(password) > MAX_PASSWORD_LENGTH:
@@ -33,6 +35,8 @@ class Passwords:
 
     def verify(self, stored_hash: str | None, password: str) -> bool:
         """True when `password` matches; `stored_hash` None means the user is unknown."""
+        if self._dummy_hash is None:  # two threads may both make one: harmless
+            self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(24))
         target = self._dummy_hash if stored_hash is None else stored_hash
         candidate = password[:MAX_PASSWORD_LENGTH]
         try:

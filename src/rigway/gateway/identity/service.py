@@ -34,6 +34,7 @@ class IdentityProvider:
         audience: str,
         token_ttl_s: int,
         rate_limits: RateLimits,
+        passwords: Passwords | None = None,
     ) -> None:
         self._rate_limits = rate_limits
         self._db_sessions = db_sessions
@@ -42,7 +43,7 @@ class IdentityProvider:
         self._issuer = issuer
         self._audience = audience
         self._token_ttl_s = token_ttl_s
-        self._passwords = Passwords()
+        self._passwords = passwords if passwords is not None else Passwords()
 
     def jwks(self) -> dict[str, Any]:
         return jwks(self._key)
