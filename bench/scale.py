@@ -685,8 +685,9 @@ async def _screenshot_pairs(
     sizes: list[int] = []
     for index in range(count):
         order = (direct, forwarded) if index % 2 == 0 else (forwarded, direct)
-        params = case.queries[index % len(case.queries)]
-        for base in order:
+        for position, base in enumerate(order):
+            # Request by request (not pair by pair): no two in a row ask the same.
+            params = case.queries[(2 * index + position) % len(case.queries)]
             started = time.perf_counter()
             answer = await client.get(
                 f"{base}/v1/sessions/{case.session_id}/screenshot", params=params
