@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request, Response
 
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.cluster.forwarding import is_forwarded
+from rigway.gateway.cluster.forwarding import ask, is_forwarded
+from rigway.gateway.cluster.peer_link import PeerTimeoutError, PeerUnavailableError
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import RigId
 from rigway.gateway.rigs.schemas import (
@@ -19,9 +22,13 @@ from rigway.gateway.rigs.schemas import (
     WakeOut,
 )
 from rigway.gateway.rigs.service import OwnerControls
-from rigway.gateway.services import services_of
+from rigway.gateway.services import Services, services_of
 
+logger = logging.getLogger(__name__)
 router = APIRouter(tags=["rigs"])
+
+# A list waits this long at most for another node's view of its rigs.
+_ASK_TIMEOUT_S = 2.0
 
 
 @router.get(
@@ -33,7 +40,31 @@ router = APIRouter(tags=["rigs"])
 async def list_rigs(request: Request, caller: ApiCaller) -> RigListOut:
     """Every rig of the account, online or not (scope `rigs:read`)."""
     caller.require("rigs:read")
-    return RigListOut(rigs=await services_of(request).rigs.list(caller.account_id))
+    services = services_of(request)
+    rigs = await services.rigs.list(caller.account_id)
+    if not is_forwarded(request):  # asked by another node: what this one knows only
+        rigs = await _as_their_nodes_see_them(request, services, rigs)
+    return RigListOut(rigs=rigs)
+
+
+async def _as_their_nodes_see_them(
+    request: Request, services: Services, rigs: list[RigOut]
+) -> list[RigOut]:
+    """`rigs`, those online on other nodes as those nodes see them (desktop state,
+    displays): one read of each node's list. A node that does not answer in time
+    leaves this node's view of its rigs."""
+    theirs: dict[str, RigOut] = {}
+    for node_url, rig_ids in (await services.rigs.held_by_other_nodes(rigs)).items():
+        try:
+            answer = await ask(request, services.peers, node_url, "/v1/rigs", "", _ASK_TIMEOUT_S)
+            if answer.status != 200:
+                raise ValueError(f"it answered {answer.status}")
+            listed = RigListOut.model_validate_json(bytes(answer.body)).rigs
+        except (PeerUnavailableError, PeerTimeoutError, ValueError) as exc:
+            logger.info("rigs held by %s listed as this node sees them: %s", node_url, exc)
+            continue
+        theirs |= {rig.id: rig for rig in listed if rig.id in rig_ids}
+    return [theirs.get(rig.id, rig) for rig in rigs]
 
 
 @router.get(

@@ -131,6 +131,18 @@ class RigService:
         await self.forward_if_held_elsewhere(rig.id)
         return self.view(rig)
 
+    async def held_by_other_nodes(self, rigs: Sequence[RigOut]) -> dict[str, builtins.list[str]]:
+        """Of `rigs`, those online on another node (whose live state only it knows):
+        their ids by that node's address."""
+        held_by: dict[str, builtins.list[str]] = {}
+        for rig in rigs:
+            if not rig.online or self._is_online(rig.id):
+                continue
+            holder = await self.holder_url(rig.id)
+            if holder is not None:
+                held_by.setdefault(holder, []).append(rig.id)
+        return held_by
+
     async def forward_if_held_elsewhere(self, rig_id: str) -> None:
         """Raises `ForwardToHolder` when another node holds the rig's link."""
         if not self._is_online(rig_id):
