@@ -707,8 +707,9 @@ async def run_forwarding(args: argparse.Namespace, directory: Path, database_url
         seeded = await seed(deployment, 2)
         swarm_rig, agent_rig = seeded.rig_ids
         async with (
-            rig_swarm(directory, [holder.base_url], seeded.rig_tokens[:1]),
+            # The agent first: it boots while the swarm links (it is waited for after).
             real_agent(directory, holder.base_url, seeded.rig_tokens[1]),
+            rig_swarm(directory, [holder.base_url], seeded.rig_tokens[:1]),
             httpx2.AsyncClient(
                 headers={"Authorization": f"Bearer {seeded.api_key}"},
                 timeout=REQUEST_TIMEOUT_S,
