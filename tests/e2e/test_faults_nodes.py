@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
@@ -44,6 +43,7 @@ from tests.e2e.harness import (
     running_stack,
     wait_for_holder,
 )
+from tests.support.own_redis import OwnRedis, own_redis_server
 from tests.support.session_ends import wait_session_ended
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -232,60 +232,10 @@ async def _kill(process: asyncio.subprocess.Process) -> None:
     await process.wait()
 
 
-# -- Redis of the test's own, to restart -------------------------------------------------------
-
-
-class OwnRedis:
-    """A redis-server on a free port that keeps nothing on disk: a restart loses every
-    key (the leases of the rigs and of the nodes), as a Redis without persistence does."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._directory = directory
-        self._process: asyncio.subprocess.Process | None = None
-
-    async def start(self) -> None:
-        self._process = await asyncio.create_subprocess_exec(
-            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", str(self._directory),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )  # fmt: skip
-        async with asyncio.timeout(START_TIMEOUT_S):
-            while not await self._answers_ping():
-                assert self._process.returncode is None, "redis-server exited"
-                await asyncio.sleep(0.02)
-
-    async def kill(self) -> None:
-        if self._process is not None:
-            await _kill(self._process)
-
-    async def _answers_ping(self) -> bool:
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        except OSError:
-            return False
-        try:
-            writer.write(b"PING\r\n")
-            return await reader.readline() == b"+PONG\r\n"
-        except OSError:
-            return False
-        finally:
-            writer.close()
-
-
 @pytest.fixture
 async def own_redis(tmp_path: Path) -> AsyncIterator[OwnRedis]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (scripts/install-system-deps.sh installs it)")
-    directory = tmp_path / "redis"
-    directory.mkdir()
-    redis = OwnRedis(directory)
-    await redis.start()
-    try:
+    async with own_redis_server(tmp_path) as redis:
         yield redis
-    finally:
-        await redis.kill()
 
 
 async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_ends(

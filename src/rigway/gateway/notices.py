@@ -18,6 +18,8 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from rigway.gateway.redis_clients import redis_client
+
 _log = logging.getLogger(__name__)
 
 CHANNEL = "rigway:notices"
@@ -69,9 +71,7 @@ class RedisNotices:
     """Notices over Redis pub/sub (`redis.asyncio`, the `redis` extra)."""
 
     def __init__(self, redis_url: str) -> None:
-        import redis.asyncio  # only a gateway configured for Redis has it
-
-        self._client = redis.asyncio.Redis.from_url(redis_url)
+        self._client = redis_client(redis_url)
         self._node = secrets.token_hex(8)
         self._handlers: dict[str, list[NoticeHandler]] = {}
         self._resubscribed: list[Callable[[], None]] = []

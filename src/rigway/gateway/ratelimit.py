@@ -38,6 +38,7 @@ from limits.errors import StorageError
 
 from rigway.gateway.clock import Clock
 from rigway.gateway.errors import InvalidRequest, RateLimited, ServiceUnavailable
+from rigway.gateway.redis_clients import reconnecting_options
 from rigway.gateway.settings import GatewaySettings
 
 logger = logging.getLogger(__name__)
@@ -267,7 +268,10 @@ def _storage(redis_url: str | None) -> tuple[Storage, Callable[[], Awaitable[Non
     # load a hit waits briefly for a connection instead of failing ("too many
     # connections"), which would leave the quotas unenforced.
     pool = redis.asyncio.BlockingConnectionPool.from_url(
-        redis_url, max_connections=_REDIS_CONNECTIONS, timeout=_REDIS_CONNECTION_WAIT_S
+        redis_url,
+        max_connections=_REDIS_CONNECTIONS,
+        timeout=_REDIS_CONNECTION_WAIT_S,
+        **reconnecting_options(),
     )
     storage = RedisStorage(
         redis_url.replace("redis://", "async+redis://", 1),

@@ -20,6 +20,8 @@ import logging
 import secrets
 from typing import Protocol
 
+from rigway.gateway.redis_clients import redis_client
+
 _log = logging.getLogger(__name__)
 
 LEASE_S = 15
@@ -106,11 +108,9 @@ class RedisOwnership:
     is_shared = True
 
     def __init__(self, redis_url: str, node_url: str) -> None:
-        import redis.asyncio  # the `redis` extra: only a gateway configured for Redis has it
-
         self.node_id = secrets.token_hex(8)
         self._node_url = node_url
-        self._client = redis.asyncio.Redis.from_url(redis_url, decode_responses=True)
+        self._client = redis_client(redis_url, decode_responses=True)
         self._refresh_if_held = self._client.register_script(_REFRESH_IF_HELD)
         self._delete_if_held = self._client.register_script(_DELETE_IF_HELD)
         self._held: set[str] = set()

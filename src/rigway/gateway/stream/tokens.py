@@ -33,6 +33,8 @@ import jwt
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from rigway.gateway.redis_clients import redis_client
+
 __all__ = [
     "AUDIENCE",
     "TOKEN_TTL",
@@ -106,9 +108,7 @@ class RedisUsedTokens:
     the key expires with the token (`redis.asyncio`, the `redis` extra)."""
 
     def __init__(self, redis_url: str) -> None:
-        import redis.asyncio  # only a gateway configured for Redis has it
-
-        self._client = redis.asyncio.Redis.from_url(redis_url)
+        self._client = redis_client(redis_url)
         self._closed = False
 
     async def first_use(self, jti: str, ttl_s: int) -> bool:
