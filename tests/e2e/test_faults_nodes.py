@@ -251,6 +251,10 @@ async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_e
             assert (await client.get(screenshot)).status_code == 200
 
             await own_redis.kill()
+            # The edge remembers where the session is served, and its holder serves it
+            # without Redis; a session it must look up answers 503 until Redis is back.
+            along_the_route = await client.get(screenshot)
+            edge.services.sessions.holder_routes.forget(session_id)
             during = await client.get(screenshot)
             await own_redis.start()  # empty: every lease is gone
             assert await edge.services.ownership.holder_url(rig_id) is None
@@ -267,6 +271,7 @@ async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_e
         still_live = holder.services.sessions.live.get(session_id) is not None
 
     # While Redis is away the other node cannot tell who holds the rig: retry, not 500.
+    assert along_the_route.status_code == 200
     assert during.status_code == 503, during.text
     assert after.status_code == 200, after.text
     assert swept == [[], [], [], []]

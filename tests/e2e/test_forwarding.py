@@ -520,3 +520,28 @@ async def test_wake_of_a_rig_online_on_the_other_node_says_already_online(
     assert through_edge.status_code == from_holder.status_code == 200
     assert through_edge.json() == from_holder.json()
     assert through_edge.json()["already_online"] is True
+
+
+async def test_the_route_to_the_holder_serves_its_account_only_and_goes_when_it_ends(
+    two_nodes: TwoNodes,
+) -> None:
+    session_id = await two_nodes.holder.start_session()
+    routes = two_nodes.edge.services.sessions.holder_routes
+    screenshot = f"/v1/sessions/{session_id}/screenshot"
+    assert (await two_nodes.client.get(screenshot)).status_code == 200
+    assert routes.get(session_id, two_nodes.holder.account_id) is not None
+
+    # Another account's caller takes the full path, and its 404, route or not.
+    async with httpx2.AsyncClient(
+        base_url=two_nodes.edge.base_url,
+        headers={"Authorization": f"Bearer {two_nodes.edge.api_key}"},
+        trust_env=False,
+    ) as stranger:
+        assert (await stranger.get(screenshot)).status_code == 404
+
+    # Ended on the holder itself: the edge's remembered route meets the holder's 410,
+    # and is forgotten.
+    assert (await two_nodes.holder.client.delete(f"/v1/sessions/{session_id}")).status_code == 200
+    assert (await two_nodes.client.get(screenshot)).status_code == 410
+    assert routes.get(session_id, two_nodes.holder.account_id) is None
+    assert (await two_nodes.client.get(screenshot)).status_code == 410

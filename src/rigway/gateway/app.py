@@ -455,13 +455,23 @@ def _install_error_handlers(app: FastAPI, metrics: GatewayMetrics) -> None:
     @app.exception_handler(ForwardToHolder)
     async def _forward(request: Request, signal: ForwardToHolder) -> Response:
         services = services_of(request)
-        return await forward(
-            request,
-            signal,
-            services.peers,
-            services.ownership.holder_url,
-            services.metrics.observe_forward,
-        )
+        hops: list[str] = []
+
+        def observe(seconds: float, outcome: str) -> None:
+            hops.append(outcome)
+            services.metrics.observe_forward(seconds, outcome)
+
+        answered = False
+        try:
+            response = await forward(
+                request, signal, services.peers, services.ownership.holder_url, observe
+            )
+            answered = response.status_code < 400 and hops == ["ok"]
+            return response
+        finally:
+            if not answered and signal.session_id is not None:
+                # Ended there, moved, or unreachable: the next request looks it up anew.
+                services.sessions.holder_routes.forget(signal.session_id)
 
     @app.exception_handler(Exception)
     async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:

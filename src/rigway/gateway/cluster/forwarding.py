@@ -66,12 +66,14 @@ _CONSOLE_CALLER = "console"
 
 
 class ForwardToHolder(Exception):
-    """The request's rig is held by the node at `node_url`."""
+    """The request's rig is held by the node at `node_url`; `session_id` names the
+    session the request is for, when it is one's (its route is then remembered)."""
 
-    def __init__(self, node_url: str, rig_id: str) -> None:
+    def __init__(self, node_url: str, rig_id: str, session_id: str | None = None) -> None:
         super().__init__(node_url)
         self.node_url = node_url
         self.rig_id = rig_id
+        self.session_id = session_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.clock import Clock
 from rigway.gateway.cluster.forwarding import ForwardToHolder
+from rigway.gateway.cluster.holder_routes import HolderRoutes
 from rigway.gateway.db.models import Rig, Session
 from rigway.gateway.errors import (
     ApiAccessDisabled,
@@ -84,6 +85,8 @@ class SessionService:
         self.on_ended_here: Callable[[str, str, str], None] = lambda *_ended: None
         # The address of the other node holding a rig's link, if any (cluster/ownership).
         self.holder_url: Callable[[str], Awaitable[str | None]] = _held_by_no_other_node
+        # Sessions another node serves, as their last forwarded request found them.
+        self.holder_routes = HolderRoutes(clock)
         # Where the orphan sweeper's next page starts ("" from the first session).
         self._sweep_after = ""
         # Sessions this node ended, by reason (the metrics read it at scrape time).
@@ -155,12 +158,16 @@ class SessionService:
         live = self.live.get(session_id)
         if live is not None and live.account_id == account_id:
             return live
+        route = self.holder_routes.get(session_id, account_id)
+        if route is not None:
+            raise ForwardToHolder(route.holder_url, route.rig_id, session_id)
         row = await self._row_for_account(account_id, session_id)
         if row.status != "active":
             raise SessionEnded(f"session ended ({row.ended_reason or row.status})")
         holder = await self.holder_url(row.rig_id)
         if holder is not None:
-            raise ForwardToHolder(holder, row.rig_id)
+            self.holder_routes.remember(session_id, account_id, row.rig_id, holder)
+            raise ForwardToHolder(holder, row.rig_id, session_id)
         # Active in the store, served by no node now: a start still in flight, or its
         # host re-linking (to this node or another). Not ended: worth a retry.
         raise ServiceUnavailable("the session's host is not linked now; retry shortly")
