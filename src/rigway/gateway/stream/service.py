@@ -107,17 +107,23 @@ async def redeem_token(
 
     A valid token of a session not live here whose rig another node holds raises
     `RelayToHolder` instead, unused: that node uses it. A socket relayed here already
-    (`relayed`) is never relayed again. Returns with no await after the liveness
-    check, so the caller registers the socket in the same step."""
+    (`relayed`) is never relayed again: if its rig moved on to yet another node, it is
+    refused `unavailable` with the token unused, so the viewer's retry reaches the new
+    holder with a link still good. Returns with no await after the liveness check, so
+    the caller registers the socket in the same step."""
     if not token:
         raise Refused("invalid_token")
     try:
         claims = tokens.verify(token)
     except TokenRejectedError as exc:
         raise Refused(exc.reason) from exc
-    if not relayed and _live_session(live, claims.session_id, claims.rig_id) is None:
+    if _live_session(live, claims.session_id, claims.rig_id) is None:
         holder = await holder_url_of(claims.rig_id)
         if holder is not None:
+            if relayed:
+                # A second hop could bounce between nodes while the rig moves; the
+                # relaying node looks the holder up afresh on the viewer's retry.
+                raise Refused("unavailable")
             raise RelayToHolder(holder)
     try:
         claims = await tokens.use_once(token)
