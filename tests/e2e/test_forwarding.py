@@ -26,6 +26,7 @@ from websockets.exceptions import InvalidStatus
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
+from rigway.gateway.cluster.ownership import RedisOwnership
 from rigway.gateway.db.models import Rig
 from tests.e2e.harness import (
     QUICK_AGENT,
@@ -364,6 +365,79 @@ async def test_a_rig_updated_through_the_other_node_answers_as_the_holder(
     assert ok_json(renamed) == from_holder
     assert from_holder["online"] is True
     assert (from_holder["name"], from_holder["owner_idle_s"]) == ("renamed", 30)
+
+
+def _console_token(stack: Stack, account_id: str) -> dict[str, str]:
+    identity = stack.services.identity
+    assert identity is not None
+    return {"Authorization": f"Bearer {identity.issue('usr_someone', account_id)}"}
+
+
+@pytest.fixture
+async def rig_held_by_an_unreachable_node(two_nodes: TwoNodes) -> AsyncIterator[str]:
+    """A rig of the holder's account whose lease names a live node that no one can
+    reach (its address refuses every connection)."""
+    holder = two_nodes.holder
+    code = await holder.services.rigs.create_pairing_code(holder.account_id)
+    paired = await pair(holder.base_url, code.code, name="far away", os="test-os", gpu="")
+    with socket.socket() as refusing:  # bound, never listening
+        refusing.bind(("127.0.0.1", 0))
+        node_url = f"http://127.0.0.1:{refusing.getsockname()[1]}"
+        unreachable = RedisOwnership(REDIS_URL, node_url)
+        await unreachable.start()
+        try:
+            await unreachable.claim(paired.rig_id)
+            await wait_for_holder(two_nodes.edge, paired.rig_id, node_url)
+            yield paired.rig_id
+        finally:
+            await unreachable.stop()
+
+
+async def test_another_accounts_rig_held_by_the_other_node_is_404_and_never_forwarded(
+    two_nodes: TwoNodes,
+) -> None:
+    stranger = _console_token(two_nodes.edge, two_nodes.edge.account_id)
+
+    renamed = await two_nodes.client.patch(
+        f"/v1/rigs/{two_nodes.rig_id}", json={"name": "taken"}, headers=stranger
+    )
+
+    assert renamed.status_code == 404, renamed.text
+    # Nothing crossed to the holder: the edge forwarded no request.
+    metrics = (await two_nodes.edge.client.get("/metrics")).text
+    assert "rigway_forward_seconds_count" not in metrics
+    rig = ok_json(await two_nodes.holder.client.get(f"/v1/rigs/{two_nodes.rig_id}"))
+    assert rig["name"] != "taken"
+
+
+async def test_another_accounts_rig_is_404_while_the_node_holding_it_cannot_be_reached(
+    two_nodes: TwoNodes, rig_held_by_an_unreachable_node: str
+) -> None:
+    rig_id = rig_held_by_an_unreachable_node
+    path = f"/v1/rigs/{rig_id}"
+    stranger = _console_token(two_nodes.edge, two_nodes.edge.account_id)
+    owner = _console_token(two_nodes.edge, two_nodes.holder.account_id)
+
+    strangers_rename = await two_nodes.client.patch(path, json={"name": "x"}, headers=stranger)
+    owners_rename = await two_nodes.client.patch(path, json={"name": "x"}, headers=owner)
+
+    assert strangers_rename.status_code == 404, strangers_rename.text
+    # The owner's rig exists and is online elsewhere: the holder is the one to update it.
+    assert owners_rename.status_code == 503, owners_rename.text
+
+
+async def test_console_forms_for_another_accounts_rig_held_elsewhere_are_404(
+    two_nodes: TwoNodes, rig_held_by_an_unreachable_node: str
+) -> None:
+    rig_id = rig_held_by_an_unreachable_node
+    await add_owner(two_nodes.edge, "stranger@example.com")
+    async with ConsolePages(two_nodes.edge) as pages:
+        stranger = await pages.signed_in("stranger@example.com")
+        renamed = await stranger.post(f"/console/rigs/{rig_id}/rename", name="x")
+        switched = await stranger.post(f"/console/rigs/{rig_id}/api-access", enabled="false")
+        controlled = await stranger.post(f"/console/rigs/{rig_id}/settings", owner_idle_s="30")
+
+    assert [renamed.status_code, switched.status_code, controlled.status_code] == [404] * 3
 
 
 # ---- the console through the other node ----

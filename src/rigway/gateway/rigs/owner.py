@@ -51,10 +51,13 @@ class RigOwnerActions:
         api_access_enabled: bool | None,
         controls: OwnerControls | None = None,
     ) -> RigOut:
-        """A rig another node holds is updated there (`ForwardToHolder`; another
-        account's rig is 404 there as here): its live session takes a new owner-idle
-        delay at once, and the answer shows the rig online."""
-        await self._rigs.forward_if_held_elsewhere(rig_id)
+        """A rig another node holds is updated there (`ForwardToHolder`): its live
+        session takes a new owner-idle delay at once, and the answer shows the rig
+        online. Another account's rig is 404 here first, never forwarded: a holder that
+        cannot be reached would answer 503, telling the caller the rig exists."""
+        if not self._registry.is_online(rig_id):
+            rig = await self._rigs.get(account_id, rig_id)
+            await self._rigs.forward_if_held_elsewhere(rig.id)
         rig = await self._rigs.update(
             account_id, rig_id, name=name, api_access_enabled=api_access_enabled, controls=controls
         )
