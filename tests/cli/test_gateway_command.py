@@ -11,6 +11,8 @@ import stat
 from pathlib import Path
 
 import httpx2
+import pytest
+from pydantic import ValidationError
 
 from rigway.gateway.deployment import start_problems, write_shared_key_files
 from rigway.gateway.settings import GatewaySettings
@@ -114,6 +116,53 @@ async def test_settings_out_of_bounds_exit_2_with_the_setting_named(tmp_path: Pa
 
     assert process.returncode == 2
     assert "  shutdown_grace_s: Input should be greater than or equal to 0" in stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "node_url",
+    [
+        "10.0.0.5:8080",  # no scheme
+        "gw-b:8080",
+        "ws://10.0.0.5:8080",
+        "http://",
+        "http://10.0.0.5:99999",
+        "http://10.0.0.5:8080/gateway",  # the nodes dial the root only
+        "http://10.0.0.5:8080?token=x",
+    ],
+)
+def test_a_node_url_that_other_nodes_cannot_dial_is_refused(tmp_path: Path, node_url: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        GatewaySettings(state_dir=tmp_path, node_url=node_url)
+    [error] = refused.value.errors()
+    assert error["loc"] == ("node_url",)
+    assert "RIGWAY_NODE_URL must be this node's http:// or https:// address" in error["msg"]
+
+
+@pytest.mark.parametrize(
+    "node_url",
+    ["http://10.0.0.5:8080", "https://gw-b.internal", "http://[fd00::5]:8080/", None],
+)
+def test_a_node_url_with_a_scheme_and_a_host_is_kept(tmp_path: Path, node_url: str | None) -> None:
+    assert GatewaySettings(state_dir=tmp_path, node_url=node_url).node_url == node_url
+
+
+async def test_a_node_url_without_a_scheme_exits_2_with_the_setting_named(
+    tmp_path: Path,
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *rigway_command(), "gateway", "--port", str(closed_port()), cwd=tmp_path,
+        env=up_env() | {"RIGWAY_NODE_URL": "10.0.0.5:8080",
+                        "RIGWAY_STATE_DIR": str(tmp_path / "state")},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    async with asyncio.timeout(UP_TIMEOUT_S):
+        _, stderr = await process.communicate()
+
+    assert process.returncode == 2
+    lines = stderr.decode().splitlines()
+    assert lines[0] == "rigway gateway: settings that cannot work:"
+    assert lines[1].startswith("  node_url: Value error, RIGWAY_NODE_URL must be ")
+    assert not (tmp_path / "state").exists()
 
 
 async def test_json_logs_from_start_to_a_sigterm_stop(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from limits import parse as parse_rate_limit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -200,8 +201,9 @@ class GatewaySettings(BaseModel):
     node_url: str | None = Field(
         default=None,
         description=(
-            "This node's address for the other nodes of the service (`http://10.0.0.5:8080`),"
-            " which they forward requests for the rigs it holds to. Needed with `redis_url`."
+            "This node's address for the other nodes of the service (`http://10.0.0.5:8080`:"
+            " http or https, a host, no path), which they forward requests for the rigs it"
+            " holds to. Needed with `redis_url`."
         ),
     )
     node_name: str | None = Field(
@@ -401,6 +403,33 @@ class GatewaySettings(BaseModel):
         # RIGWAY_TRUSTED_PROXIES="10.0.0.1, 10.0.1.0/24"
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("node_url")
+    @classmethod
+    def _is_a_node_address(cls, value: str | None) -> str | None:
+        # The other nodes dial this address's scheme, host and port only; anything else
+        # (no scheme: `10.0.0.5:8080`, a path) would fail or be dropped only when a
+        # request is first forwarded here, far from the setting that caused it.
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        try:
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            port_ok = False
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or not port_ok
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.fragment
+        ):
+            raise ValueError(
+                "RIGWAY_NODE_URL must be this node's http:// or https:// address with a host"
+                " and no path, like http://10.0.0.5:8080"
+            )
         return value
 
     @field_validator("release_public_key")

@@ -63,7 +63,9 @@ async def relay_socket(websocket: WebSocket, node_url: str, secret_key: bytes) -
             close_timeout=_CLOSE_TIMEOUT_S,
         )
     except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
-        _log.warning("could not relay a signaling socket to %s: %s", node_url, exc)
+        # The kind of failure only: some (InvalidURI) quote the URL, whose query is the
+        # viewer's token, still unused and good.
+        _log.warning("could not relay a signaling socket to %s: %s", node_url, type(exc).__name__)
         await _close_viewer(websocket, *UNAVAILABLE)
         return
     to_holder = asyncio.create_task(_viewer_to_holder(websocket, holder))
