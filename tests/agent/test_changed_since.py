@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
-from rigway.agent.backends.base import Rect
+from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.backends.base import Rect, WalkBudget
 from rigway.agent.dispatch import Dispatcher, HostOpError
+from rigway.agent.safety import InputGuard
+from rigway.agent.screen import ScreenService
 from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 from tests.agent.assembly import dispatcher_over
@@ -32,6 +35,8 @@ async def dispatcher(
     desktop: FakeDesktop, screen_worker: SerialWorker, a11y_worker: SerialWorker
 ) -> AsyncIterator[Dispatcher]:
     started = await _started(desktop, screen_worker, a11y_worker)
+    # The session's first ask: captures keep their pictures from here on.
+    await _changed(started, 0)
     yield started
     await started.close()
 
@@ -215,3 +220,62 @@ async def test_a_deltas_further_images_add_to_the_same_picture(
     again = await _changed(dispatcher, now)
 
     assert (again.compared, again.rects) == (True, [])
+
+
+# ---- pictures kept only for a session that asks ------------------------------------------
+
+
+async def _dispatcher_and_screen(
+    desktop: FakeDesktop, screen_worker: SerialWorker, a11y_worker: SerialWorker
+) -> tuple[Dispatcher, ScreenService]:
+    screen = ScreenService(desktop, screen_worker)
+    dispatcher = Dispatcher(
+        desktop,
+        screen,
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        InputGuard(desktop),
+        FakeApps(),
+    )
+    await dispatcher.handle(ops.SESSION_START, {"session_id": "s1", "mode": "desktop"})
+    return dispatcher, screen
+
+
+async def test_pictures_are_kept_from_the_sessions_first_ask_until_its_end(
+    screen_worker: SerialWorker, a11y_worker: SerialWorker
+) -> None:
+    desktop = FakeDesktop()
+    dispatcher, screen = await _dispatcher_and_screen(desktop, screen_worker, a11y_worker)
+    try:
+        before = await _capture(dispatcher)
+        assert await screen.pictures_kept() == 0  # never asked: no copy of the desktop
+        desktop.damage(Rect(0, 0, 320, 200))
+        first = await _changed(dispatcher, before)
+        assert (first.compared, first.rects) == (False, [(0, 0, 320, 200)])
+
+        after = await _capture(dispatcher, quality=70)
+        assert await screen.pictures_kept() == 1
+        desktop.damage(Rect(0, 0, 320, 200))  # repainted the same
+        assert (await _changed(dispatcher, after)).compared
+
+        await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "ended"})
+        assert await screen.pictures_kept() == 0
+        # The next session keeps none until it asks in turn.
+        await dispatcher.handle(ops.SESSION_START, {"session_id": "s2", "mode": "desktop"})
+        await dispatcher.handle(ops.SCREEN_CAPTURE, {"session_id": "s2", "quality": 60})
+        assert await screen.pictures_kept() == 0
+    finally:
+        await dispatcher.close()
+
+
+async def test_a_backend_without_damage_keeps_no_picture(
+    screen_worker: SerialWorker, a11y_worker: SerialWorker
+) -> None:
+    desktop = FakeDesktop(has_damage=False)
+    dispatcher, screen = await _dispatcher_and_screen(desktop, screen_worker, a11y_worker)
+    try:
+        await _changed(dispatcher, 0)
+        await _capture(dispatcher)
+
+        assert await screen.pictures_kept() == 0
+    finally:
+        await dispatcher.close()

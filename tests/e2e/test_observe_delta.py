@@ -60,10 +60,18 @@ async def _error(stack: Stack, session_id: str, since: str) -> tuple[int, str]:
     return response.status_code, error
 
 
+async def _first_since(stack: Stack, session_id: str) -> None:
+    """The session's first `since`: the host keeps the pictures it shows from here on
+    (this one is answered from damage alone)."""
+    first = await _observe(stack, session_id)
+    await _observe(stack, session_id, since=first["frame_id"], image=0)
+
+
 async def test_a_checkbox_click_since_a_frame_sends_the_checkbox_only(stack: Stack) -> None:
     session_id = await stack.start_session()
     # Focus on the check box first: the next click changes it and nothing else.
     await _click_checkbox(stack, session_id)
+    await _first_since(stack, session_id)
     before = await _observe(stack, session_id, max_width=MAX_WIDTH)
     await _click_checkbox(stack, session_id)
 

@@ -337,6 +337,8 @@ class Dispatcher:
         killed = await self._best_effort("kill launched apps", self._apps.kill_all, no_pids)
         await self._close_streams(session.session_id)
         await self._close_windows(windows)
+        # Last: the screen worker may be mid-capture. The pictures are desktop copies.
+        await self._screen.session_ended()
         return ops.SessionEnded(released_inputs=released, killed_pids=killed)
 
     def _scope_to(self, mode: str | None) -> None:

@@ -234,8 +234,11 @@ class ScreenService:
         self._changed_strips: set[int] = set()
         self._watches: list[StreamWatch] = []
         self._scope: AppScope | None = None
-        # What callers were shown, for `changed_since` to compare (`pictures.py`).
+        # What callers were shown, for `changed_since` to compare (`pictures.py`): kept
+        # only once the session has asked `changed_since` on a backend with damage (a
+        # host never asked, or one that cannot compare, copies no grab).
         self._pictures = PictureStore()
+        self._keeping_pictures = False
         # The grab the capture just made, kept once its reply has gone (the copy waits).
         self._to_keep: tuple[int, Pixels] | None = None
 
@@ -336,6 +339,15 @@ class ScreenService:
         """A new session: forget damage and the cached frame from before it."""
         await self._run(self._reset)
 
+    async def session_ended(self) -> None:
+        """The session's pictures go with it (a copy of the desktop each), and no more
+        are kept until the next session asks `changed_since`."""
+        await self._run(self._forget_pictures)
+
+    async def pictures_kept(self) -> int:
+        """How many pictures the host holds now (marks two pictures clashed under count)."""
+        return await self._run(self._pictures.__len__)
+
     async def open_watch(self) -> StreamWatch:
         watch = StreamWatch()
         await self._run(self._watches.append, watch)
@@ -372,6 +384,9 @@ class ScreenService:
         self._poll_damage(width, height)
         now = self._damage_log.mark
         rects = self._damage_log.since(mark) if self._desktop.has_damage else None
+        if self._desktop.has_damage and self._scope is None:
+            # The caller compares: from here on the captures keep what they showed.
+            self._keeping_pictures = True
         picture = None if self._scope is not None else self._pictures.get(mark)
         if rects is None or picture is None:
             return ScreenChange(rects, now, compared=False)
@@ -442,6 +457,8 @@ class ScreenService:
             return
         damage_mark, grab = self._to_keep
         self._to_keep = None
+        if not self._keeping_pictures:
+            return
         if params.picture_patch is None:
             self._pictures.keep(damage_mark, grab.copy())
         elif params.region is not None:
@@ -524,6 +541,11 @@ class ScreenService:
         self._changed_strips = set()
         return EncodedImage(jpeg=strips.join(), width=width, height=height, marked=False)
 
+    def _forget_pictures(self) -> None:
+        self._pictures.clear()
+        self._keeping_pictures = False
+        self._to_keep = None
+
     def _forget_strips(self) -> None:
         self._strips = None
         self._changed_strips = set()
@@ -554,7 +576,7 @@ class ScreenService:
             self._desktop.poll_damage()
         self._dirty.clear()
         self._damage_log.clear()
-        self._pictures.clear()
+        self._forget_pictures()
         self._cache = None
         self._forget_strips()
         for watch in self._watches:
