@@ -8,6 +8,7 @@ Wake-on-LAN through a neighbour rig linked to A."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import socket
@@ -37,6 +38,7 @@ from tests.e2e.harness import (
     wait_for_holder,
 )
 from tests.gateway.console.pages import ConsolePages, add_owner
+from tests.support.plain_http import plain_http_server
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -373,24 +375,30 @@ def _console_token(stack: Stack, account_id: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {identity.issue('usr_someone', account_id)}"}
 
 
+@contextlib.asynccontextmanager
+async def _rig_held_at(two_nodes: TwoNodes, node_url: str) -> AsyncIterator[str]:
+    """A new rig of the holder's account whose lease names a live node at `node_url`."""
+    holder = two_nodes.holder
+    code = await holder.services.rigs.create_pairing_code(holder.account_id)
+    paired = await pair(holder.base_url, code.code, name="far away", os="test-os", gpu="")
+    other_node = RedisOwnership(REDIS_URL, node_url)
+    await other_node.start()
+    try:
+        await other_node.claim(paired.rig_id)
+        await wait_for_holder(two_nodes.edge, paired.rig_id, node_url)
+        yield paired.rig_id
+    finally:
+        await other_node.stop()
+
+
 @pytest.fixture
 async def rig_held_by_an_unreachable_node(two_nodes: TwoNodes) -> AsyncIterator[str]:
     """A rig of the holder's account whose lease names a live node that no one can
     reach (its address refuses every connection)."""
-    holder = two_nodes.holder
-    code = await holder.services.rigs.create_pairing_code(holder.account_id)
-    paired = await pair(holder.base_url, code.code, name="far away", os="test-os", gpu="")
     with socket.socket() as refusing:  # bound, never listening
         refusing.bind(("127.0.0.1", 0))
-        node_url = f"http://127.0.0.1:{refusing.getsockname()[1]}"
-        unreachable = RedisOwnership(REDIS_URL, node_url)
-        await unreachable.start()
-        try:
-            await unreachable.claim(paired.rig_id)
-            await wait_for_holder(two_nodes.edge, paired.rig_id, node_url)
-            yield paired.rig_id
-        finally:
-            await unreachable.stop()
+        async with _rig_held_at(two_nodes, f"http://127.0.0.1:{refusing.getsockname()[1]}") as rig:
+            yield rig
 
 
 async def test_another_accounts_rig_held_by_the_other_node_is_404_and_never_forwarded(
@@ -438,6 +446,24 @@ async def test_console_forms_for_another_accounts_rig_held_elsewhere_are_404(
         controlled = await stranger.post(f"/console/rigs/{rig_id}/settings", owner_idle_s="30")
 
     assert [renamed.status_code, switched.status_code, controlled.status_code] == [404] * 3
+
+
+async def test_a_proxy_answering_for_the_holding_node_is_503_or_this_nodes_view(
+    two_nodes: TwoNodes,
+) -> None:
+    async with (
+        plain_http_server(502, "Bad Gateway") as proxy_url,
+        _rig_held_at(two_nodes, proxy_url) as rig_id,
+    ):
+        listed = await two_nodes.client.get("/v1/rigs")
+        one = await two_nodes.client.get(f"/v1/rigs/{rig_id}")
+
+    assert listed.status_code == 200, listed.text
+    assert {rig["id"]: rig["online"] for rig in listed.json()["rigs"]} == {
+        two_nodes.rig_id: True,
+        rig_id: True,
+    }
+    assert one.status_code == 503, one.text
 
 
 # ---- the console through the other node ----

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from rigway.protocol.framing import FramingError, decode_frame, encode_binary
 
@@ -117,7 +117,10 @@ class PeerClient:
                 return await waiter
         except TimeoutError as exc:
             raise PeerTimeoutError(f"{self._url} did not answer in {timeout_s:g} s") from exc
-        except (OSError, ConnectionClosed) as exc:
+        except (OSError, ConnectionClosed, InvalidHandshake, InvalidURI) as exc:
+            # InvalidHandshake: something other than a node answered the dial (a load
+            # balancer's 502, a proxy's 403, not HTTP at all); InvalidURI: a node
+            # registered an address with no host. Either way there is no link.
             raise PeerUnavailableError(f"{self._url}: {exc}") from exc
         finally:
             self._pending.pop(request_id, None)
