@@ -82,7 +82,6 @@ REDIS_URL = "redis://127.0.0.1:6379/0"
 START_TIMEOUT_S = 60.0
 # Requests that have not answered in this long count as errors (status "timeout").
 REQUEST_TIMEOUT_S = 10.0
-IDLE_WINDOW_S = 5.0
 
 
 def p99(samples_ms: list[float]) -> float:
@@ -533,7 +532,7 @@ async def _load(
     print(f"  gateway resident memory: {_mib(rss_unlinked)} before the rigs linked")
     # What the links alone cost (heartbeats both ways), before any session.
     idle_before = Window.now(nodes, swarm)
-    await asyncio.sleep(IDLE_WINDOW_S)
+    await asyncio.sleep(args.idle_seconds)
     idle_after = Window.now(nodes, swarm)
     idle_s = idle_after.wall - idle_before.wall
     idle_cpu = [
@@ -1006,6 +1005,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--soak-seconds", type=float, default=None,
         help="the soak's length (default 600); without --parts, the soak alone",
     )  # fmt: skip
+    capacity.add_argument(
+        "--idle-seconds", type=float, default=5.0, help="the window measuring idle links' CPU"
+    )
     capacity.add_argument("--image", type=int, choices=(0, 1), default=1, help="observe's image")
     capacity.add_argument("--nodes", type=int, default=1)
     capacity.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")

@@ -39,6 +39,7 @@ async def _bench(*flags: str) -> str:
 async def test_a_tiny_capacity_run_on_postgresql_and_redis_prints_every_figure() -> None:
     output = await _bench(
         "--parts", "capacity", "--rigs", "6", "--sessions", "3", "--rate", "4", "--seconds", "2",
+        "--idle-seconds", "0.5",
         "--postgres-url", POSTGRES_SERVER_URL, "--redis-url", REDIS_URL,
     )  # fmt: skip
 
@@ -56,7 +57,7 @@ async def test_a_tiny_capacity_run_on_postgresql_and_redis_prints_every_figure()
 async def test_a_tiny_soak_on_sqlite_prints_errors_and_memory_growth() -> None:
     output = await _bench(
         "--rigs", "3", "--sessions", "2", "--rate", "4", "--soak-seconds", "3", "--store",
-        "sqlite",
+        "sqlite", "--seconds", "1", "--idle-seconds", "0.5",
     )  # fmt: skip
 
     assert "1 gateway node(s) on SQLite; 3 swarm rigs linked" in output
