@@ -10,10 +10,16 @@ from dataclasses import dataclass
 
 import pytest
 
+from rigway.agent.accessibility import AccessibilityService
+from rigway.agent.backends.base import WalkBudget
 from rigway.agent.backends.sim import SimDesktop
+from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import AgentLink
 from rigway.agent.reduce_motion import MotionReducer
 from rigway.agent.runner import AgentSettings, run_agent
+from rigway.agent.safety import InputGuard
+from rigway.agent.screen import ScreenService
+from rigway.agent.worker import SerialWorker
 from rigway.protocol import ops
 from tests.agent.fake_gateway import AgentConnection, FakeGateway
 from tests.agent.fakes import FakeApps, FakeDesktop
@@ -70,6 +76,10 @@ def reducing(desktop: SimDesktop) -> bool:
     return desktop.reduces_motion
 
 
+def engaged(motion: MotionReducer) -> bool:
+    return motion.engaged
+
+
 async def until_motion(desktop: SimDesktop, on: bool) -> None:
     await asyncio.to_thread(desktop.wait_reduce_motion, on)
 
@@ -122,6 +132,41 @@ async def test_the_agent_stopping_restores_them() -> None:
             await run.agent
         assert not reducing(run.desktop)
         assert history(run.desktop) == (True, False)
+
+
+class GuardThatFailsToLetGo(InputGuard):
+    """A release that raises (a backend gone wrong beyond one key's failure)."""
+
+    def release_all(self) -> list[str]:
+        super().release_all()
+        raise RuntimeError("the input backend went away")
+
+
+async def test_a_release_that_raises_when_the_link_drops_still_restores_them(
+    screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
+) -> None:
+    desktop = FakeDesktop()
+    motion = MotionReducer(desktop, enabled=True)
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        GuardThatFailsToLetGo(desktop),
+        FakeApps(),
+        input_executor=input_worker,
+        motion=motion,
+    )
+    try:
+        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+        assert engaged(motion)
+
+        with pytest.raises(RuntimeError, match="went away"):
+            await dispatcher.on_link_lost()
+
+        assert not engaged(motion)
+        assert desktop.calls.count(("reduce_motion", False)) == 1
+    finally:
+        await dispatcher.close()
 
 
 # -- MotionReducer on its own ---------------------------------------------------------------

@@ -239,9 +239,11 @@ class Dispatcher:
     def _let_go_of_desktop(self) -> list[str]:
         """Held input released and animations restored: the owner may take the desktop
         back while the link is down (input worker)."""
-        released = self._guard.release_all()
-        self._motion.restore()
-        return released
+        try:
+            return self._guard.release_all()
+        finally:
+            # Even when releasing failed: the owner's animations come back regardless.
+            self._motion.restore()
 
     async def end_local_session(self, reason: str, session_id: str | None = None) -> bool:
         """Safety restore without the gateway (link gone past the grace, or `welcome`

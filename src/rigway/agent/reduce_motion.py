@@ -5,7 +5,7 @@ click starts transitions (a focus ring fading in, a pressed button easing back) 
 repaint every frame for a fifth of a second or more, and a settle waits them out: pure
 waiting for a model, which cares about the end state. Agent platforms turn animations
 off; this option lets a rig's owner do the same on their own machine
-(`rigway agent --reduce-motion`), for the time an API session is live only.
+(`rigway agent run --reduce-motion`), for the time an API session is live only.
 
 The lifecycle, like held input's (`safety.py`): animations go off when a session
 starts, and back to what they were on every way out of it: the session's end, a
