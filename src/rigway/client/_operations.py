@@ -271,7 +271,8 @@ def screenshot(
 def _decode_observe(response: httpx2.Response, region: Region | None) -> ObserveResult:
     result = _core.decode_model(response, ObserveResult)
     # A delta's frame is the caller's whole picture with the changed images pasted in:
-    # points map through it as through a full observe's.
+    # points map through the area the answer names (`frame_region`), as through a full
+    # observe's region (a delta takes no region of its own).
     result._region = region
     return result
 

@@ -283,6 +283,9 @@ class ObserveResult(ApiModel, TargetLookups):
     # `targets_diff` in place of `targets` (then empty). None without `since`.
     changed_region: tuple[int, int, int, int] | None = None
     changed_images: list[ChangedImage] | None = None
+    # Only with `since`: the native area the answer's picture covers (the since frame's:
+    # a region observe's region, an app session's window, or the whole desktop).
+    frame_region: tuple[int, int, int, int] | None = None
     targets_diff: TargetsDiff | None = None
 
     # The native region the caller asked for; the response does not echo it, so the SDK
@@ -292,7 +295,12 @@ class ObserveResult(ApiModel, TargetLookups):
     @property
     def region(self) -> Region | None:
         """The native region this observation was cropped to: the one asked for, else
-        an `app` session's window (None: whole desktop)."""
+        an `app` session's window (None: whole desktop); a delta's is its since frame's
+        (`frame_region`), whatever the session's window is now."""
+        if self.frame_region is not None:
+            x, y, w, h = self.frame_region
+            whole = (x, y, w, h) == (0, 0, self.native_width, self.native_height)
+            return None if whole else Region(x, y, w, h)
         if self._region is None and self.app_window is not None:
             return Region(*self.app_window)
         return self._region

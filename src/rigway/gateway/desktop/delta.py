@@ -22,10 +22,11 @@ never sizes it exactly, so a region a scale like 640/683 cannot snap to is withi
 pixel of it. Each capture tells a comparing host which picture the caller holds now
 (`picture_patch`), so the next delta compares against that.
 
-The answer's frame is the caller's picture with the images pasted in: the scope at the
-picture's size, with the host's damage mark from before the change was read (the next
-delta may over-report, never miss a change), so input points into the picture the
-caller holds. With nothing changed it repeats the since frame's picture geometry.
+The answer's frame is the caller's picture with the images pasted in: the scope (echoed
+as `frame_region`) at the picture's size, with the host's damage mark from before the
+change was read (the next delta may over-report, never miss a change), so input points
+into the picture the caller holds. With nothing changed it repeats the since frame's
+picture geometry.
 """
 
 from __future__ import annotations
@@ -292,6 +293,8 @@ async def observe_since(
         update={
             "width": picture_w,
             "height": picture_h,
+            # The SDK maps the picture's points through it (a region frame's too).
+            "frame_region": scope,
             "changed_region": bounding_box([region for region, _ in regions]),
             "changed_images": images,
             "marked": bool(drawn),

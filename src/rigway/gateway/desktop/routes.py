@@ -279,7 +279,7 @@ async def observe(
     exclude: set[str]
     if since is None:
         result = await desktop.observe(live, screen, image=image == 1, mark=marked)
-        exclude = {"changed_region", "changed_images", "targets_diff"}
+        exclude = {"frame_region", "changed_region", "changed_images", "targets_diff"}
     else:
         result = await observe_since(desktop, live, since, screen, image=image == 1, mark=marked)
         exclude = {"targets"}

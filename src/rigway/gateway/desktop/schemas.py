@@ -704,6 +704,15 @@ class ObserveOut(BaseModel):
             "`changed_images`' regions; null when nothing changed."
         ),
     )
+    frame_region: tuple[int, int, int, int] | None = Field(
+        default=None,
+        description=(
+            "Only with `since`: the native `[x, y, w, h]` the answer's picture covers "
+            "(`width` x `height` pixels): the since frame's area, the whole desktop, an "
+            "`app` session's window or a region observe's region. Map points of the "
+            "picture to native pixels through it."
+        ),
+    )
     changed_images: list[ChangedImageOut] | None = Field(
         default=None,
         description=(
