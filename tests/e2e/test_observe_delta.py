@@ -98,6 +98,25 @@ async def test_a_checkbox_click_since_a_frame_sends_the_checkbox_only(stack: Sta
     ]
 
 
+async def test_the_delta_after_a_sessions_first_compares_against_its_picture(
+    stack: Stack,
+) -> None:
+    """The first delta is answered from damage (its since frame came before the ask);
+    its own images are the pictures the next delta compares with."""
+    session_id = await stack.start_session()
+    await _click_checkbox(stack, session_id)
+    before = await _observe(stack, session_id, max_width=MAX_WIDTH)
+    await _click_checkbox(stack, session_id)
+    first = await _observe(stack, session_id, max_width=MAX_WIDTH, since=before["frame_id"])
+    box = stack.sim().control_rect("remember")
+    assert first["changed_region"][2] >= box.w  # the repainted label too: unchecked
+    await _click_checkbox(stack, session_id)
+
+    second = await _observe(stack, session_id, max_width=MAX_WIDTH, since=first["frame_id"])
+
+    assert second["changed_region"][2] < box.w  # the tick only
+
+
 async def test_the_delta_image_is_the_full_pictures_pixels_at_its_place(stack: Stack) -> None:
     session_id = await stack.start_session()
     await _click_checkbox(stack, session_id)
