@@ -123,6 +123,7 @@ def build_services(
     sessions.holder_url = ownership.holder_url
     rigs.held_elsewhere = ownership.held_elsewhere
     rigs.holder_url = ownership.holder_url
+    rigs.holder_urls = sessions.holder_urls = ownership.holder_urls
     sessions.on_ended_here = lambda session_id, rig_id, reason: notices.publish(
         SESSION_ENDED, {"session_id": session_id, "rig_id": rig_id, "reason": reason}
     )

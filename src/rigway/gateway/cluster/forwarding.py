@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from rigway.gateway.auth.api_key_auth import ApiPrincipal
+from rigway.gateway.cluster.ownership import HolderUrlOf
 from rigway.gateway.cluster.peer_link import (
     FORWARDED_EXTENSION,
     FORWARDED_REQUEST_HEADERS,
@@ -127,7 +128,7 @@ async def forward(
     request: Request,
     signal: ForwardToHolder,
     peers: PeerClients,
-    holder_url_of: Callable[[str], Awaitable[str | None]],
+    holder_url_of: HolderUrlOf,
     observe: Callable[[float, str], None] = lambda seconds, outcome: None,
 ) -> Response:
     """Answer `request` with what the node holding its rig answers."""

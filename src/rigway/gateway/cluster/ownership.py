@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from rigway.gateway.redis_clients import redis_client
@@ -35,6 +36,22 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
+# The address of the other node holding a rig's link, if any (`RigOwnership.holder_url`).
+HolderUrlOf = Callable[[str], Awaitable[str | None]]
+# Of these rigs, those another node holds, with its address (`RigOwnership.holder_urls`).
+HolderUrlsOf = Callable[[list[str]], Awaitable[dict[str, str]]]
+
+
+async def held_by_no_other_node(rig_id: str) -> str | None:
+    """A `HolderUrlOf` for one node alone (and the services' default before wiring)."""
+    return None
+
+
+async def held_by_no_other_nodes(rig_ids: list[str]) -> dict[str, str]:
+    """A `HolderUrlsOf` for one node alone (and the services' default before wiring)."""
+    return {}
+
+
 _DELETE_IF_HELD = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
@@ -73,6 +90,11 @@ class RigOwnership(Protocol):
         """Those of `rig_ids` whose link another live node holds (one round trip)."""
         ...
 
+    async def holder_urls(self, rig_ids: list[str]) -> dict[str, str]:
+        """Of `rig_ids`, those another live node holds, each with that node's address
+        (`holder_url` of each, in two round trips in all)."""
+        ...
+
 
 class SingleNode:
     """One node: every link it holds is its own, and there is no other node."""
@@ -102,6 +124,9 @@ class SingleNode:
 
     async def held_elsewhere(self, rig_ids: list[str]) -> set[str]:
         return set()
+
+    async def holder_urls(self, rig_ids: list[str]) -> dict[str, str]:
+        return {}
 
 
 class RedisOwnership:
@@ -174,6 +199,25 @@ class RedisOwnership:
             return set()
         live_nodes = {node for node, url in zip(others, alive, strict=True) if url is not None}
         return {rig for rig, holder in zip(rig_ids, holders, strict=True) if holder in live_nodes}
+
+    async def holder_urls(self, rig_ids: list[str]) -> dict[str, str]:
+        if not rig_ids:
+            return {}
+        try:
+            holders = await self._client.mget([_RIG_KEY.format(rig_id) for rig_id in rig_ids])
+            others = sorted({h for h in holders if h is not None and h != self.node_id})
+            if not others:
+                return {}
+            urls = await self._client.mget([_NODE_KEY.format(node) for node in others])
+        except Exception as exc:
+            _log.warning("could not look up the nodes holding the rigs: %s", exc)
+            return {}
+        url_of = {node: url for node, url in zip(others, urls, strict=True) if isinstance(url, str)}
+        return {
+            rig: url_of[holder]
+            for rig, holder in zip(rig_ids, holders, strict=True)
+            if holder in url_of
+        }
 
     async def _register_node(self) -> None:
         await self._client.set(_NODE_KEY.format(self.node_id), self._node_url, ex=LEASE_S)

@@ -25,8 +25,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
-from rigway.gateway.cluster.forwarding import ask, is_forwarded
-from rigway.gateway.cluster.peer_link import PeerTimeoutError, PeerUnavailableError
+from rigway.gateway.cluster.fan_out import ask_nodes
+from rigway.gateway.cluster.forwarding import is_forwarded
 from rigway.gateway.console.csrf import CheckedUser
 from rigway.gateway.console.live import rig_values, session_values
 from rigway.gateway.console.rendering import ConsoleRoute, redirect, render
@@ -39,9 +39,6 @@ from rigway.gateway.stream.link_page import public_base
 
 logger = logging.getLogger(__name__)
 router = APIRouter(route_class=ConsoleRoute)
-
-# A poll waits this long at most for another node's values (then shows the store's).
-_ASK_TIMEOUT_S = 2.0
 
 # A page shows at most the account's live sessions (a handful) or one session.
 MAX_WATCHED_SESSIONS = 100
@@ -73,22 +70,24 @@ async def values_other_nodes_know(
     request: Request, services: Services, active: Sequence[SessionOut]
 ) -> dict[str, str]:
     """The live values of the sessions other nodes serve, from those nodes (one read
-    each): their activity and the owner's presence as of now, not as last flushed. A
-    node that does not answer in time leaves the store's values."""
+    each, all at once): their activity and the owner's presence as of now, not as last
+    flushed. A node that does not answer in time leaves the store's values."""
+    served_by = await services.sessions.served_elsewhere(active)
+    queries = {
+        node_url: urlencode([("session", session_id) for session_id in session_ids])
+        for node_url, session_ids in served_by.items()
+    }
+    answers = await ask_nodes(request, services.peers, request.url.path, queries)
     values: dict[str, str] = {}
-    for node_url, session_ids in (await services.sessions.served_elsewhere(active)).items():
-        query = urlencode([("session", session_id) for session_id in session_ids])
+    for node_url, body in answers.items():
         try:
-            answer = await ask(
-                request, services.peers, node_url, request.url.path, query, _ASK_TIMEOUT_S
-            )
-            theirs = json.loads(bytes(answer.body)) if answer.status == 200 else {}
-        except (PeerUnavailableError, PeerTimeoutError, ValueError) as exc:
+            theirs = json.loads(body)
+        except ValueError as exc:
             logger.info("live values of %s stay the store's: %s", node_url, exc)
             continue
         if not isinstance(theirs, dict):
             continue
-        prefixes = tuple(f"session:{session_id}:" for session_id in session_ids)
+        prefixes = tuple(f"session:{session_id}:" for session_id in served_by[node_url])
         values.update(
             {
                 key: value

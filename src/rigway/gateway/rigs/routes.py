@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 
 from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
 
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.cluster.forwarding import ask, is_forwarded
-from rigway.gateway.cluster.peer_link import PeerTimeoutError, PeerUnavailableError
+from rigway.gateway.cluster.fan_out import ask_nodes
+from rigway.gateway.cluster.forwarding import is_forwarded
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import RigId
 from rigway.gateway.rigs.schemas import (
@@ -26,9 +27,6 @@ from rigway.gateway.services import Services, services_of
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["rigs"])
-
-# A list waits this long at most for another node's view of its rigs.
-_ASK_TIMEOUT_S = 2.0
 
 
 @router.get(
@@ -51,19 +49,19 @@ async def _as_their_nodes_see_them(
     request: Request, services: Services, rigs: list[RigOut]
 ) -> list[RigOut]:
     """`rigs`, those online on other nodes as those nodes see them (desktop state,
-    displays): one read of each node's list. A node that does not answer in time
-    leaves this node's view of its rigs."""
+    displays): one read of each node's list, all at once. A node that does not answer
+    in time leaves this node's view of its rigs."""
+    held_by = await services.rigs.held_by_other_nodes(rigs)
+    answers = await ask_nodes(request, services.peers, "/v1/rigs", dict.fromkeys(held_by, ""))
     theirs: dict[str, RigOut] = {}
-    for node_url, rig_ids in (await services.rigs.held_by_other_nodes(rigs)).items():
+    for node_url, body in answers.items():
         try:
-            answer = await ask(request, services.peers, node_url, "/v1/rigs", "", _ASK_TIMEOUT_S)
-            if answer.status != 200:
-                raise ValueError(f"it answered {answer.status}")
-            listed = RigListOut.model_validate_json(bytes(answer.body)).rigs
-        except (PeerUnavailableError, PeerTimeoutError, ValueError) as exc:
+            listed = RigListOut.model_validate_json(body).rigs
+        except ValidationError as exc:
             logger.info("rigs held by %s listed as this node sees them: %s", node_url, exc)
             continue
-        theirs |= {rig.id: rig for rig in listed if rig.id in rig_ids}
+        wanted = set(held_by[node_url])
+        theirs |= {rig.id: rig for rig in listed if rig.id in wanted}
     return [theirs.get(rig.id, rig) for rig in rigs]
 
 

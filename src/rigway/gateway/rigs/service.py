@@ -15,6 +15,12 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from rigway.gateway.clock import Clock
 from rigway.gateway.cluster.forwarding import ForwardToHolder
+from rigway.gateway.cluster.ownership import (
+    HolderUrlOf,
+    HolderUrlsOf,
+    held_by_no_other_node,
+    held_by_no_other_nodes,
+)
 from rigway.gateway.db.models import PairingCode, Rig
 from rigway.gateway.errors import InvalidRequest, rig_not_found
 from rigway.gateway.ids import new_id
@@ -79,7 +85,9 @@ class RigService:
         # Of these rigs, those whose link another node of the service holds.
         self.held_elsewhere: Callable[[list[str]], Awaitable[set[str]]] = _held_nowhere_else
         # The address of the other node holding a rig's link, if any (cluster/ownership).
-        self.holder_url: Callable[[str], Awaitable[str | None]] = _held_by_no_other_node
+        self.holder_url: HolderUrlOf = held_by_no_other_node
+        # Of these rigs, those another node holds, with its address (one lookup).
+        self.holder_urls: HolderUrlsOf = held_by_no_other_nodes
 
     def view(
         self, rig: Rig, *, is_held_elsewhere: bool = False, session_elsewhere: str | None = None
@@ -134,13 +142,10 @@ class RigService:
     async def held_by_other_nodes(self, rigs: Sequence[RigOut]) -> dict[str, builtins.list[str]]:
         """Of `rigs`, those online on another node (whose live state only it knows):
         their ids by that node's address."""
+        elsewhere = [rig.id for rig in rigs if rig.online and not self._is_online(rig.id)]
         held_by: dict[str, builtins.list[str]] = {}
-        for rig in rigs:
-            if not rig.online or self._is_online(rig.id):
-                continue
-            holder = await self.holder_url(rig.id)
-            if holder is not None:
-                held_by.setdefault(holder, []).append(rig.id)
+        for rig_id, holder in (await self.holder_urls(elsewhere)).items():
+            held_by.setdefault(holder, []).append(rig_id)
         return held_by
 
     async def forward_if_held_elsewhere(self, rig_id: str) -> None:
@@ -275,7 +280,3 @@ class RigService:
 
 async def _held_nowhere_else(rig_ids: list[str]) -> set[str]:
     return set()
-
-
-async def _held_by_no_other_node(rig_id: str) -> str | None:
-    return None

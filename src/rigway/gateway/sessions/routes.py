@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 
 from fastapi import APIRouter, Request
+from pydantic import ValidationError
 
 from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.cluster.forwarding import ask, is_forwarded
-from rigway.gateway.cluster.peer_link import PeerTimeoutError, PeerUnavailableError
+from rigway.gateway.cluster.fan_out import ask_nodes
+from rigway.gateway.cluster.forwarding import is_forwarded
 from rigway.gateway.errors_openapi import error_responses, session_start_error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import Services, services_of
@@ -18,9 +19,6 @@ from rigway.gateway.sessions.schemas import CreateSessionIn, SessionListOut, Ses
 
 logger = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"])
-
-# A list waits this long at most for another node's view of its sessions.
-_ASK_TIMEOUT_S = 2.0
 
 
 @router.post(
@@ -65,21 +63,18 @@ async def _as_their_nodes_see_them(
     request: Request, services: Services, sessions: list[SessionOut]
 ) -> list[SessionOut]:
     """`sessions`, those other nodes serve as those nodes see them (desktop state,
-    displays, control, activity not yet written): one read of each node's list. A node
-    that does not answer in time leaves the store's view of its sessions."""
+    displays, control, activity not yet written): one read of each node's list, all at
+    once. A node that does not answer in time leaves the store's view of its sessions."""
+    served_by = await services.sessions.served_elsewhere(sessions)
+    answers = await ask_nodes(request, services.peers, "/v1/sessions", dict.fromkeys(served_by, ""))
     theirs: dict[str, SessionOut] = {}
-    for node_url, session_ids in (await services.sessions.served_elsewhere(sessions)).items():
+    for node_url, body in answers.items():
         try:
-            answer = await ask(
-                request, services.peers, node_url, "/v1/sessions", "", _ASK_TIMEOUT_S
-            )
-            if answer.status != 200:
-                raise ValueError(f"it answered {answer.status}")
-            listed = SessionListOut.model_validate_json(bytes(answer.body)).sessions
-        except (PeerUnavailableError, PeerTimeoutError, ValueError) as exc:
+            listed = SessionListOut.model_validate_json(body).sessions
+        except ValidationError as exc:
             logger.info("sessions served by %s listed as the store has them: %s", node_url, exc)
             continue
-        wanted = set(session_ids)
+        wanted = set(served_by[node_url])
         theirs |= {
             session.session_id: session for session in listed if session.session_id in wanted
         }

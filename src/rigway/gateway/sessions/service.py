@@ -23,6 +23,12 @@ from rigway.gateway.accounts.repository import lock_account
 from rigway.gateway.clock import Clock
 from rigway.gateway.cluster.forwarding import ForwardToHolder
 from rigway.gateway.cluster.holder_routes import HolderRoutes
+from rigway.gateway.cluster.ownership import (
+    HolderUrlOf,
+    HolderUrlsOf,
+    held_by_no_other_node,
+    held_by_no_other_nodes,
+)
 from rigway.gateway.db.models import Rig, Session
 from rigway.gateway.errors import (
     ApiAccessDisabled,
@@ -84,7 +90,9 @@ class SessionService:
         # other nodes: the one holding the rig's link restores its host.
         self.on_ended_here: Callable[[str, str, str], None] = lambda *_ended: None
         # The address of the other node holding a rig's link, if any (cluster/ownership).
-        self.holder_url: Callable[[str], Awaitable[str | None]] = _held_by_no_other_node
+        self.holder_url: HolderUrlOf = held_by_no_other_node
+        # Of these rigs, those another node holds, with its address (one lookup).
+        self.holder_urls: HolderUrlsOf = held_by_no_other_nodes
         # Sessions another node serves, as their last forwarded request found them.
         self.holder_routes = HolderRoutes(clock)
         # Where the orphan sweeper's next page starts ("" from the first session).
@@ -144,11 +152,15 @@ class SessionService:
     async def served_elsewhere(self, sessions: Sequence[SessionOut]) -> dict[str, list[str]]:
         """Of `sessions`, the active ones another node serves (whose live parts only it
         knows): their ids by that node's address."""
+        elsewhere = [
+            session
+            for session in sessions
+            if session.status == "active" and self.live.get(session.session_id) is None
+        ]
+        holders = await self.holder_urls([session.rig_id for session in elsewhere])
         served_by: dict[str, list[str]] = {}
-        for session in sessions:
-            if session.status != "active" or self.live.get(session.session_id) is not None:
-                continue
-            holder = await self.holder_url(session.rig_id)
+        for session in elsewhere:
+            holder = holders.get(session.rig_id)
             if holder is not None:
                 served_by.setdefault(holder, []).append(session.session_id)
         return served_by
@@ -594,7 +606,3 @@ def _check_owner_controls(rig: Rig, request: CreateSessionIn) -> None:
         raise OwnerForbids(
             "the rig's owner does not allow recordings", code="recording_not_allowed"
         )
-
-
-async def _held_by_no_other_node(rig_id: str) -> str | None:
-    return None
