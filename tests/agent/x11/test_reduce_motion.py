@@ -154,6 +154,34 @@ def test_another_settings_manager_is_left_to_decide(
         conn.sync()
 
 
+def test_a_manager_that_takes_the_selection_over_is_left_to_decide(
+    x_desktop: XDesktop, caplog: pytest.LogCaptureFixture
+) -> None:
+    motion = XSettingsMotion(x_desktop.display, linger_s=30.0)
+    with x_desktop.x_connection() as conn, caplog.at_level(logging.WARNING):
+        motion.set_reduce_motion(True)
+        assert motion.reduces_motion
+        # Values published meanwhile: their PropertyNotify events reach the manager too.
+        for on in (False, True, False, True):
+            motion.set_reduce_motion(on)
+
+        # A settings daemon started with --replace takes the selection over.
+        daemon = conn.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        daemon.set_selection_owner(conn.intern_atom("_XSETTINGS_S0"), X.CurrentTime)
+        conn.sync()
+
+        wait_until(lambda: not motion.is_manager, message="the agent stepped down")
+        motion.set_reduce_motion(False)
+        motion.set_reduce_motion(True)  # the daemon still decides: not claimed again
+
+        assert not motion.is_manager
+        assert selection_owner(x_desktop) == daemon.id
+        assert caplog.text.count("another XSETTINGS manager") == 1
+        motion.close()
+        daemon.destroy()
+        conn.sync()
+
+
 def test_the_settings_property_follows_the_xsettings_format() -> None:
     encoded = encode_settings({ENABLE_ANIMATIONS: 0}, serial=7)
 

@@ -24,11 +24,19 @@ off until they restart.
 When another client owns the selection (a desktop's settings daemon: gsd-xsettings,
 xsettingsd, xfsettingsd), this module does nothing and says so once: that daemon
 decides (on GNOME `gsettings set org.gnome.desktop.interface enable-animations false`).
+A daemon that takes the selection over while this agent is the manager (a settings
+daemon started with `--replace`) is left to decide too: a thread reads the manager's
+connection, and its SelectionClear makes the agent step down at once (the window goes,
+which is what a replacing manager waits for). The same thread drains what else the
+server sends the manager window (a PropertyNotify per published value), so nothing
+piles up in the connection's queue, and steps down if the X server goes away.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import select
 import struct
 import threading
 import time
@@ -78,6 +86,9 @@ class XSettingsMotion:
         self._lock = threading.Lock()
         self._conn: Any = None  # open while this agent is the settings manager
         self._window: Any = None
+        self._selection = 0
+        # Written to, to stop the thread that reads the manager's connection.
+        self._wake_watcher: int | None = None
         self._serial = 0
         # Set while animations are published on again and the window lingers.
         self._release_timer: threading.Timer | None = None
@@ -169,6 +180,7 @@ class XSettingsMotion:
                 self._conn = self._window = None
                 conn.close()
                 return
+            self._selection = selection
             manager = conn.intern_atom("MANAGER")
             announce = event.ClientMessage(
                 window=root,
@@ -181,10 +193,64 @@ class XSettingsMotion:
             self._conn = self._window = None
             conn.close()
             raise
+        self._start_watcher(conn)
         _log.info("reduce motion: this agent is the XSETTINGS manager, animations off")
+
+    def _start_watcher(self, conn: Any) -> None:
+        wake_read, self._wake_watcher = os.pipe()
+        threading.Thread(
+            target=self._watch,
+            args=(conn, conn.fileno(), wake_read),
+            name="rigway-xsettings",
+            daemon=True,
+        ).start()
+
+    def _watch(self, conn: Any, fd: int, wake: int) -> None:
+        """Read the manager's connection until this agent steps down (which wakes it)."""
+        try:
+            while True:
+                try:
+                    readable, _, _ = select.select([fd, wake], [], [])
+                except (OSError, ValueError):  # the connection closed under the select
+                    return
+                if wake in readable:
+                    return
+                with self._lock:
+                    if self._conn is not conn or not self._handle_events():
+                        return
+        finally:
+            os.close(wake)
+
+    def _handle_events(self) -> bool:
+        """Everything the server sent the manager; False once this agent stepped down.
+        Under the lock: the connection is used by one thread at a time."""
+        try:
+            while self._conn.pending_events():
+                received = self._conn.next_event()
+                if (
+                    received.type == X.SelectionClear
+                    and received.window.id == self._window.id
+                    and received.atom == self._selection
+                ):
+                    # Another manager took the selection (ICCCM manager selection):
+                    # it decides; the window goes so it need not wait for us.
+                    self._tell_of_other_manager(_owner(self._conn, self._selection))
+                    self._step_down()
+                    return False
+        except (error.ConnectionClosedError, OSError):
+            _log.warning("reduce motion: the X connection closed; no longer the manager")
+            self._step_down()
+            return False
+        return True
 
     def _step_down(self) -> None:
         conn, self._conn, self._window = self._conn, None, None
+        self._cancel_release()
+        wake, self._wake_watcher = self._wake_watcher, None
+        if wake is not None:
+            # The watcher stops before the connection it reads closes.
+            os.write(wake, b"x")
+            os.close(wake)
         try:
             # Closing the connection destroys the manager window, which frees the
             # selection and tells the clients.
