@@ -13,7 +13,7 @@ import pytest
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.backends.base import WalkBudget
 from rigway.agent.backends.sim import SimDesktop
-from rigway.agent.dispatch import Dispatcher
+from rigway.agent.dispatch import Dispatcher, HostOpError
 from rigway.agent.link import AgentLink
 from rigway.agent.reduce_motion import MotionReducer
 from rigway.agent.runner import AgentSettings, run_agent
@@ -162,6 +162,33 @@ async def test_a_release_that_raises_when_the_link_drops_still_restores_them(
 
         with pytest.raises(RuntimeError, match="went away"):
             await dispatcher.on_link_lost()
+
+        assert not engaged(motion)
+        assert desktop.calls.count(("reduce_motion", False)) == 1
+    finally:
+        await dispatcher.close()
+
+
+async def test_a_release_that_raises_at_the_sessions_end_still_restores_them(
+    screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
+) -> None:
+    desktop = FakeDesktop()
+    motion = MotionReducer(desktop, enabled=True)
+    dispatcher = Dispatcher(
+        desktop,
+        ScreenService(desktop, screen_worker),
+        AccessibilityService(desktop, a11y_worker, WalkBudget()),
+        GuardThatFailsToLetGo(desktop),
+        FakeApps(),
+        input_executor=input_worker,
+        motion=motion,
+    )
+    try:
+        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+        assert engaged(motion)
+
+        with pytest.raises(HostOpError, match="went away"):
+            await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
 
         assert not engaged(motion)
         assert desktop.calls.count(("reduce_motion", False)) == 1

@@ -330,8 +330,7 @@ class Dispatcher:
         self._act.interrupt()
         self._motion.session_ended()
         # Input and apps first: they are what a stuck stream must never hold up.
-        released = await self._in_input_worker(self._guard.release_all)
-        await self._in_input_worker(self._motion.restore)
+        released = await self._in_input_worker(self._let_go_of_desktop)
         # Which windows are the session's is asked before the kill, while their owners
         # still run: a window can outlive its process (see `_session_windows`).
         windows = await self._session_windows(session.window_baseline)
