@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rigway.gateway.clock import Clock
+from rigway.gateway.cluster.ownership import HolderUrlOf, held_by_no_other_node
 from rigway.gateway.errors import Conflict
 from rigway.gateway.hostlink.registry import HostRegistry
 from rigway.gateway.sessions.live import LiveSession, LiveSessions
@@ -85,20 +86,13 @@ class RelayToHolder(Exception):
         self.node_url = node_url
 
 
-HolderUrlOf = Callable[[str], Awaitable[str | None]]
-
-
-async def _held_by_no_other_node(rig_id: str) -> str | None:
-    return None
-
-
 async def redeem_token(
     tokens: ViewerTokens,
     live: LiveSessions,
     token: str | None,
     session_hint: str | None,
     *,
-    holder_url_of: HolderUrlOf = _held_by_no_other_node,
+    holder_url_of: HolderUrlOf = held_by_no_other_node,
     relayed: bool = False,
 ) -> LiveSession:
     """Use up a one-time link's token and return the live session it names, or raise
@@ -196,7 +190,7 @@ class StreamService:
         settings: GatewaySettings,
         clock: Clock,
         tokens: ViewerTokens | None = None,
-        holder_url_of: HolderUrlOf = _held_by_no_other_node,
+        holder_url_of: HolderUrlOf = held_by_no_other_node,
     ) -> None:
         """`holder_url_of`: the address of the other node holding a rig, if one does."""
         self._live = live
