@@ -72,11 +72,13 @@ async def test_an_upgrade_with_a_header_the_handshake_refuses_is_answered_400_an
 async def test_an_upgrade_within_bounds_still_reaches_the_route(stack: Stack) -> None:
     authorization = b"Authorization: Bearer " + b"x" * 4000 + b"\r\n"
     reader, writer = await _send(stack, UPGRADE + authorization + b"\r\n")
-    answer = await _everything_until_closed(reader)
+    # Read up to the close frame's reason: the server then waits for our closing
+    # handshake (which this raw client never sends) before it drops the connection.
+    async with asyncio.timeout(GIVE_UP_S):
+        answer = await reader.readuntil(b"invalid_rig_token")
     writer.close()
     # The route refuses the made-up token, in a close frame: its answer, not the bounds'.
     assert answer.startswith(b"HTTP/1.1 101 ")
-    assert answer.endswith(b"invalid_rig_token")
 
 
 async def test_a_plain_request_with_too_many_headers_is_answered_431(stack: Stack) -> None:
