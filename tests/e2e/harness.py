@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import argon2
 import httpx2
 import uvicorn
+from sqlalchemy import func, select
 
 from rigway.agent.apps import AppTracker
 from rigway.agent.backends.base import Desktop
@@ -24,6 +26,7 @@ from rigway.agent.runner import AgentSettings, run_agent
 from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app
 from rigway.gateway.clock import Clock
+from rigway.gateway.db.models import WebhookOutbox
 from rigway.gateway.deployment import write_shared_key_files
 from rigway.gateway.identity.passwords import Passwords
 from rigway.gateway.services import Services
@@ -275,3 +278,43 @@ def one_service_settings(keys_dir: Path, redis_url: str) -> dict[str, Any]:
         "release_signing_key_file": keys.release_signing_key_file,
         "reaper_interval_s": 3600,
     }
+
+
+NodeFactory = Callable[..., AbstractAsyncContextManager[Stack]]
+
+
+def nodes_of_one_service(tmp_path: Path, store_url: str, redis_url: str) -> NodeFactory:
+    """Makes nodes of one service (one store, one Redis, the same key files), each in a
+    folder of its own under `tmp_path`; keyword arguments override a node's settings."""
+    shared = one_service_settings(tmp_path / "keys", redis_url)
+    count = 0
+
+    def make(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
+        nonlocal count
+        count += 1
+        settings: dict[str, Any] = (
+            shared
+            | {
+                "orphan_sweep_interval_s": 3600,  # the tests sweep by hand
+                "rigs": 0,
+                "agent_settings": QUICK_AGENT,
+            }
+            | overrides
+        )
+        return running_stack(tmp_path / f"node-{count}", store_url, **settings)
+
+    return make
+
+
+async def session_ended_events(stack: Stack, session_id: str) -> int:
+    """How many `session.ended` webhook events the store holds for `session_id`."""
+    async with stack.services.db() as db:
+        count = await db.scalar(
+            select(func.count())
+            .select_from(WebhookOutbox)
+            .where(
+                WebhookOutbox.event == "session.ended",
+                WebhookOutbox.payload["session_id"].as_string() == session_id,
+            )
+        )
+    return int(count or 0)

@@ -7,62 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 
-from rigway.gateway.db.models import WebhookOutbox
 from tests.e2e.harness import (
-    QUICK_AGENT,
-    Stack,
-    one_service_settings,
-    running_stack,
+    NodeFactory,
+    nodes_of_one_service,
+    session_ended_events,
     wait_for_holder,
 )
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
-NodeFactory = Callable[..., AbstractAsyncContextManager[Stack]]
-
 
 @pytest.fixture
 def node(tmp_path: Path, shared_store_url: str) -> NodeFactory:
     """Makes nodes of one service (one store, one Redis, the same key files)."""
-    shared = one_service_settings(tmp_path / "keys", REDIS_URL)
-    count = 0
-
-    def make(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
-        nonlocal count
-        count += 1
-        settings: dict[str, Any] = (
-            shared
-            | {
-                "orphan_sweep_interval_s": 3600,  # the tests sweep by hand
-                "rigs": 0,
-                "agent_settings": QUICK_AGENT,
-            }
-            | overrides
-        )
-        return running_stack(tmp_path / f"node-{count}", shared_store_url, **settings)
-
-    return make
-
-
-async def _ended_events(stack: Stack, session_id: str) -> int:
-    async with stack.services.db() as db:
-        count = await db.scalar(
-            select(func.count())
-            .select_from(WebhookOutbox)
-            .where(
-                WebhookOutbox.event == "session.ended",
-                WebhookOutbox.payload["session_id"].as_string() == session_id,
-            )
-        )
-    return int(count or 0)
+    return nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
 
 
 async def test_a_node_that_lost_the_session_ends_nothing_with_its_timers(
@@ -83,7 +46,7 @@ async def test_a_node_that_lost_the_session_ends_nothing_with_its_timers(
         assert row.status == "active"
         assert node_a.services.sessions.live.get(session_id) is None
         assert node_b.services.sessions.live.get(session_id) is not None
-        assert await _ended_events(node_a, session_id) == 0
+        assert await session_ended_events(node_a, session_id) == 0
 
 
 async def test_the_sweeper_ends_a_session_whose_host_no_node_holds(node: NodeFactory) -> None:
@@ -99,7 +62,7 @@ async def test_the_sweeper_ends_a_session_whose_host_no_node_holds(node: NodeFac
         assert second == [session_id]
         session = await node_b.services.sessions.get(node_a.account_id, session_id)
         assert session.ended_reason == "host_gone"
-        assert await _ended_events(node_b, session_id) == 1
+        assert await session_ended_events(node_b, session_id) == 1
 
 
 async def test_starting_a_node_ends_nobodys_session(node: NodeFactory) -> None:
@@ -129,6 +92,6 @@ async def test_two_nodes_sweeping_at_once_end_an_orphan_once(node: NodeFactory) 
         await node_b.services.sessions.sweep_orphans(grace_s=0)
         await node_c.services.sessions.sweep_orphans(grace_s=0)
 
-        assert await _ended_events(node_b, session_id) == 1
+        assert await session_ended_events(node_b, session_id) == 1
         session = await node_b.services.sessions.get(node_a.account_id, session_id)
         assert session.status == "ended"

@@ -24,23 +24,20 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
-from sqlalchemy import func, select
 
 from rigway.agent.pairing import pair
-from rigway.gateway.db.models import WebhookOutbox
 from tests.e2e.harness import (
-    QUICK_AGENT,
     Stack,
-    one_service_settings,
-    running_stack,
+    nodes_of_one_service,
+    session_ended_events,
     wait_for_holder,
 )
 from tests.support.own_redis import OwnRedis, own_redis_server
@@ -54,8 +51,6 @@ START_TIMEOUT_S = 30.0
 HOST_GONE_GRACE_S = 1.0
 # The batch's pause on the host, holding what it pressed: the kill lands in it.
 HOLD_MS = 5000
-
-NodeFactory = Callable[..., AbstractAsyncContextManager[Stack]]
 
 
 def _free_port() -> int:
@@ -74,27 +69,6 @@ def _clean_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if not name.startswith("RIGWAY_")}
 
 
-def _nodes_of_one_service(tmp_path: Path, store_url: str, redis_url: str) -> NodeFactory:
-    shared = one_service_settings(tmp_path / "keys", redis_url)
-    count = 0
-
-    def make(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
-        nonlocal count
-        count += 1
-        settings: dict[str, Any] = (
-            shared
-            | {
-                "orphan_sweep_interval_s": 3600,  # the tests sweep by hand
-                "rigs": 0,
-                "agent_settings": QUICK_AGENT,
-            }
-            | overrides
-        )
-        return running_stack(tmp_path / f"node-{count}", store_url, **settings)
-
-    return make
-
-
 def _client(node: Stack, api_key: str) -> httpx2.AsyncClient:
     """A client of `node` with another node's account's key (one store: any node)."""
     return httpx2.AsyncClient(
@@ -103,19 +77,6 @@ def _client(node: Stack, api_key: str) -> httpx2.AsyncClient:
         timeout=30.0,
         trust_env=False,
     )
-
-
-async def _ended_events(stack: Stack, session_id: str) -> int:
-    async with stack.services.db() as db:
-        count = await db.scalar(
-            select(func.count())
-            .select_from(WebhookOutbox)
-            .where(
-                WebhookOutbox.event == "session.ended",
-                WebhookOutbox.payload["session_id"].as_string() == session_id,
-            )
-        )
-    return int(count or 0)
 
 
 # -- an agent process, to kill ---------------------------------------------------------------
@@ -169,7 +130,7 @@ async def _until_journal_holds(agent: AgentProcess, process: asyncio.subprocess.
 async def test_an_agent_killed_holding_input_mid_batch_ends_its_session_once(
     tmp_path: Path, shared_store_url: str
 ) -> None:
-    node = _nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
+    node = nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
     async with (
         node(host_gone_grace_s=HOST_GONE_GRACE_S) as holder,
         node() as edge,
@@ -206,7 +167,7 @@ async def test_an_agent_killed_holding_input_mid_batch_ends_its_session_once(
         for _ in range(2):
             assert await edge.services.sessions.sweep_orphans(grace_s=0) == []
         session = await client.get(f"/v1/sessions/{session_id}")
-        ended_events = await _ended_events(holder, session_id)
+        ended_events = await session_ended_events(holder, session_id)
         journal_after_kill = agent.journal.exists()
 
         # The next agent on this rig lets go of what the killed one left down before it
@@ -241,7 +202,7 @@ async def own_redis(tmp_path: Path) -> AsyncIterator[OwnRedis]:
 async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_ends(
     tmp_path: Path, shared_store_url: str, own_redis: OwnRedis
 ) -> None:
-    node = _nodes_of_one_service(tmp_path, shared_store_url, own_redis.url)
+    node = nodes_of_one_service(tmp_path, shared_store_url, own_redis.url)
     async with node(rigs=1) as holder, node() as edge:
         rig_id = holder.rig_ids[0]
         await wait_for_holder(edge, rig_id, holder.base_url)
@@ -267,7 +228,7 @@ async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_e
                 for sweeper in (edge, holder, edge, holder)
             ]
             session = await client.get(f"/v1/sessions/{session_id}")
-        ended_events = await _ended_events(holder, session_id)
+        ended_events = await session_ended_events(holder, session_id)
         still_live = holder.services.sessions.live.get(session_id) is not None
 
     # While Redis is away the other node cannot tell who holds the rig: retry, not 500.
@@ -283,7 +244,7 @@ async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_e
 async def test_a_node_holding_no_rig_restarted_ends_nobodys_session(
     tmp_path: Path, shared_store_url: str
 ) -> None:
-    node = _nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
+    node = nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
     async with node(rigs=1) as holder:
         rig_id = holder.rig_ids[0]
         async with node() as edge, _client(edge, holder.api_key) as client:
@@ -299,7 +260,7 @@ async def test_a_node_holding_no_rig_restarted_ends_nobodys_session(
             swept = [await restarted.services.sessions.sweep_orphans(grace_s=0) for _ in range(2)]
             screenshot = await client.get(f"/v1/sessions/{session_id}/screenshot")
             session = await client.get(f"/v1/sessions/{session_id}")
-        ended_events = await _ended_events(holder, session_id)
+        ended_events = await session_ended_events(holder, session_id)
         still_live = holder.services.sessions.live.get(session_id) is not None
 
     assert swept == [[], []]
