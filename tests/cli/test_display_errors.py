@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.local_processes import free_port
+
 RIGWAY_SCRIPT = Path(sys.executable).parent / "rigway"
 # Well above the 5 s the commands give a display to answer; only a hang reaches it.
 RUN_TIMEOUT_S = 60.0
@@ -64,13 +66,6 @@ def agent_run(tmp_path: Path, display: str | None) -> Result:
         display=display,
         cwd=tmp_path,
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def up_x11(tmp_path: Path, display: str) -> Result:

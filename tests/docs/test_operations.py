@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sqlite3
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from tests.docs.test_code_blocks import REPOSITORY, DocBlock, doc_blocks
 from tests.e2e.harness import running_stack
+from tests.support.local_processes import free_port
 
 OPERATIONS = REPOSITORY / "docs" / "operations.md"
 PUBLIC_BASE_URL = "https://rigway.example"
@@ -27,13 +27,6 @@ STARTUP_TIMEOUT_S = 60.0
 
 def block_containing(fragment: str) -> DocBlock:
     return next(block for block in doc_blocks(OPERATIONS) if fragment in block.text)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 async def wait_ready(client: httpx2.AsyncClient, process: asyncio.subprocess.Process) -> None:

@@ -61,6 +61,7 @@ from rigway.releases.manifest import (
     verify_manifest,
 )
 from tests.e2e.harness import Stack
+from tests.support.local_processes import free_port
 from tests.support.tiny_release import FAILS, HEALTHY, build_wheel, sign_release
 
 NEWER = "99.0.0"
@@ -78,13 +79,6 @@ def _clean_environment() -> dict[str, str]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while not path.exists():
@@ -94,7 +88,7 @@ def _wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> None:
 
 
 def test_fresh_rigway_up_offers_its_own_signed_release(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     state_dir = tmp_path / "state"
     command = [
         sys.executable, "-m", "rigway.cli.main", "up",

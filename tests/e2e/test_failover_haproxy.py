@@ -11,7 +11,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -32,6 +31,7 @@ from rigway.gateway.deployment import SharedKeyFiles, write_shared_key_files
 from rigway.gateway.services import Services
 from rigway.gateway.settings import load_settings
 from tests.support.databases import create_postgres_database, drop_postgres_database
+from tests.support.local_processes import free_port, rigway_command
 
 pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and Debian's HAProxy"),
@@ -69,18 +69,6 @@ backend nodes
   default-server inter 250ms fall 2 rise 1
 {servers}
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-def _rigway() -> list[str]:
-    script = Path(sys.executable).parent / "rigway"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "rigway.cli.main"]
 
 
 @dataclass
@@ -129,18 +117,18 @@ async def service(tmp_path: Path) -> AsyncIterator[Service]:
     name = f"rigway_t_{secrets.token_hex(6)}"
     database_url = await create_postgres_database(POSTGRES_SERVER, name)
     keys = write_shared_key_files(tmp_path / "keys")
-    lb_port = _free_port()
+    lb_port = free_port()
     lb_url = f"http://127.0.0.1:{lb_port}"
     env = _environment(tmp_path, database_url, keys, lb_url)
     nodes: dict[str, asyncio.subprocess.Process] = {}
     haproxy: asyncio.subprocess.Process | None = None
     services: Services | None = None
     try:
-        ports = [_free_port() for _ in range(NODES)]
+        ports = [free_port() for _ in range(NODES)]
         for index, port in enumerate(ports):
             node_url = f"http://127.0.0.1:{port}"
             nodes[node_url] = await asyncio.create_subprocess_exec(
-                *_rigway(), "gateway", "--port", str(port), "--log-level", "warning",
+                *rigway_command(), "gateway", "--port", str(port), "--log-level", "warning",
                 env=env | {"RIGWAY_NODE_URL": node_url,
                            "RIGWAY_STATE_DIR": str(tmp_path / f"node-{index}")},
                 stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,

@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -40,6 +39,7 @@ from tests.e2e.harness import (
     session_ended_events,
     wait_for_holder,
 )
+from tests.support.local_processes import rigway_command
 from tests.support.own_redis import OwnRedis, own_redis_server
 from tests.support.session_ends import wait_session_ended
 
@@ -51,18 +51,6 @@ START_TIMEOUT_S = 30.0
 HOST_GONE_GRACE_S = 1.0
 # The batch's pause on the host, holding what it pressed: the kill lands in it.
 HOLD_MS = 5000
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-def _rigway() -> list[str]:
-    script = Path(sys.executable).parent / "rigway"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "rigway.cli.main"]
 
 
 def _clean_environment() -> dict[str, str]:
@@ -95,7 +83,7 @@ class AgentProcess:
 
     async def start(self, gateway_url: str) -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(
-            *_rigway(), "agent", "run", "--backend", "sim", "--gateway", gateway_url,
+            *rigway_command(), "agent", "run", "--backend", "sim", "--gateway", gateway_url,
             "--token-file", str(self.token_file), "--no-update",
             "--state-dir", str(self.state_dir),
             env=_clean_environment(),

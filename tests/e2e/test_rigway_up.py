@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,12 +14,7 @@ from pathlib import Path
 
 import httpx2
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.support.local_processes import free_port
 
 
 def _wait_for_credentials(path: Path, process: subprocess.Popen[bytes]) -> dict[str, object]:
@@ -38,7 +32,7 @@ def _wait_for_credentials(path: Path, process: subprocess.Popen[bytes]) -> dict[
 
 
 def test_rigway_up_serves_two_paired_sim_rigs_and_stops_cleanly(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     state_dir = tmp_path / "state"
     command = [
         sys.executable, "-m", "rigway.cli.main", "up",

@@ -5,20 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.local_processes import free_port
+
 START_TIMEOUT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 async def _kill(process: asyncio.subprocess.Process) -> None:
@@ -32,7 +26,7 @@ class OwnRedis:
     key (the leases of the rigs and of the nodes), as a Redis without persistence does."""
 
     def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._directory = directory
         self._process: asyncio.subprocess.Process | None = None
