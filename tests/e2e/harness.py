@@ -266,6 +266,17 @@ async def wait_for_holder(
             await asyncio.sleep(0.02)
 
 
+def client_of(node: Stack, api_key: str) -> httpx2.AsyncClient:
+    """A client of `node` with a key of any node's account (one store: every node knows
+    every key), e.g. the holder's key on the edge node."""
+    return httpx2.AsyncClient(
+        base_url=node.base_url,
+        headers={"Authorization": f"Bearer {api_key}"},
+        timeout=30.0,
+        trust_env=False,
+    )
+
+
 def one_service_settings(keys_dir: Path, redis_url: str) -> dict[str, Any]:
     """What every node of one service shares besides its store: Redis, the key files
     (made in `keys_dir`), each its own address; no reaper passes during a test."""

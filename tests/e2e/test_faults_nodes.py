@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from rigway.agent.pairing import pair
 from tests.e2e.harness import (
     Stack,
+    client_of,
     nodes_of_one_service,
     session_ended_events,
     wait_for_holder,
@@ -55,16 +55,6 @@ HOLD_MS = 5000
 
 def _clean_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if not name.startswith("RIGWAY_")}
-
-
-def _client(node: Stack, api_key: str) -> httpx2.AsyncClient:
-    """A client of `node` with another node's account's key (one store: any node)."""
-    return httpx2.AsyncClient(
-        base_url=node.base_url,
-        headers={"Authorization": f"Bearer {api_key}"},
-        timeout=30.0,
-        trust_env=False,
-    )
 
 
 # -- an agent process, to kill ---------------------------------------------------------------
@@ -130,7 +120,7 @@ async def test_an_agent_killed_holding_input_mid_batch_ends_its_session_once(
         await holder.wait_online(agent.rig_id, timeout_s=START_TIMEOUT_S)
         await wait_for_holder(edge, agent.rig_id, holder.base_url)
         session_id = await holder.start_session_on(agent.rig_id)
-        client = await cleanup.enter_async_context(_client(edge, holder.api_key))
+        client = await cleanup.enter_async_context(client_of(edge, holder.api_key))
 
         # Through the other node (forwarded to the holder): a drag begun with shift down,
         # then a pause that holds both.
@@ -195,7 +185,7 @@ async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_e
         rig_id = holder.rig_ids[0]
         await wait_for_holder(edge, rig_id, holder.base_url)
         session_id = await holder.start_session()
-        async with _client(edge, holder.api_key) as client:
+        async with client_of(edge, holder.api_key) as client:
             screenshot = f"/v1/sessions/{session_id}/screenshot"
             assert (await client.get(screenshot)).status_code == 200
 
@@ -235,7 +225,7 @@ async def test_a_node_holding_no_rig_restarted_ends_nobodys_session(
     node = nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
     async with node(rigs=1) as holder:
         rig_id = holder.rig_ids[0]
-        async with node() as edge, _client(edge, holder.api_key) as client:
+        async with node() as edge, client_of(edge, holder.api_key) as client:
             await wait_for_holder(edge, rig_id, holder.base_url)
             # Started and used through the node about to restart (forwarded to the holder).
             created = await client.post("/v1/sessions", json={"rig_id": rig_id})
@@ -243,7 +233,7 @@ async def test_a_node_holding_no_rig_restarted_ends_nobodys_session(
             session_id = created.json()["session_id"]
             assert (await client.get(f"/v1/sessions/{session_id}/screenshot")).status_code == 200
 
-        async with node() as restarted, _client(restarted, holder.api_key) as client:
+        async with node() as restarted, client_of(restarted, holder.api_key) as client:
             await wait_for_holder(restarted, rig_id, holder.base_url)
             swept = [await restarted.services.sessions.sweep_orphans(grace_s=0) for _ in range(2)]
             screenshot = await client.get(f"/v1/sessions/{session_id}/screenshot")

@@ -32,6 +32,7 @@ from rigway.gateway.db.models import Rig
 from tests.e2e.harness import (
     QUICK_AGENT,
     Stack,
+    client_of,
     ok_json,
     one_service_settings,
     running_stack,
@@ -91,13 +92,7 @@ async def two_nodes(tmp_path: Path, shared_store_url: str) -> AsyncIterator[TwoN
         )
         rig_id = holder.rig_ids[0]
         await wait_for_holder(edge, rig_id, holder.base_url)
-        client = httpx2.AsyncClient(
-            base_url=edge.base_url,
-            headers={"Authorization": f"Bearer {holder.api_key}"},
-            timeout=30.0,
-            trust_env=False,
-        )
-        nodes.push_async_callback(client.aclose)
+        client = await nodes.enter_async_context(client_of(edge, holder.api_key))
         yield TwoNodes(holder, edge, rig_id, client, holders_wake)
 
 

@@ -27,7 +27,7 @@ from rigway.agent.stream.publisher import pin_host_addresses_to_loopback
 from rigway.gateway.stream.service import signaling_url_for
 from rigway.gateway.stream.tokens import TokenRejectedError
 from rigway.gateway.takeover.service import signaling_url_for as takeover_signaling_url_for
-from tests.e2e.harness import Stack, one_service_settings, running_stack, wait_for_holder
+from tests.e2e.harness import Stack, client_of, one_service_settings, running_stack, wait_for_holder
 from tests.e2e.takeover_client import TakeoverPage
 from tests.stream.viewer import AiortcViewer
 
@@ -70,13 +70,7 @@ async def two_nodes(
             )
             rig_id = holder.rig_ids[0]
             await wait_for_holder(edge, rig_id, holder.base_url)
-            client = httpx2.AsyncClient(
-                base_url=edge.base_url,
-                headers={"Authorization": f"Bearer {holder.api_key}"},
-                timeout=30.0,
-                trust_env=False,
-            )
-            nodes.push_async_callback(client.aclose)
+            client = await nodes.enter_async_context(client_of(edge, holder.api_key))
             created = await client.post("/v1/sessions", json={"rig_id": rig_id})
             assert created.status_code == 201, created.text
             yield TwoNodes(holder, edge, rig_id, created.json()["session_id"], client)
