@@ -57,6 +57,13 @@ class TwoNodes:
     client: httpx2.AsyncClient  # to the edge, with the holder's account's key
     wake_socket: socket.socket  # where the holder's wake packets land (not the edge's)
 
+    async def start_session(self) -> str:
+        """A session on the rig, started through the edge: its id."""
+        response = await self.client.post("/v1/sessions", json={"rig_id": self.rig_id})
+        session_id = response.json()["session_id"]
+        assert isinstance(session_id, str)
+        return session_id
+
 
 def _udp_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -132,9 +139,7 @@ async def test_a_session_starts_and_is_driven_through_the_other_node(two_nodes: 
 
 
 async def test_errors_come_back_as_the_holder_answered_them(two_nodes: TwoNodes) -> None:
-    session_id = (
-        await two_nodes.client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})
-    ).json()["session_id"]
+    session_id = await two_nodes.start_session()
 
     off_screen = await two_nodes.client.post(
         f"/v1/sessions/{session_id}/input",
@@ -148,9 +153,7 @@ async def test_errors_come_back_as_the_holder_answered_them(two_nodes: TwoNodes)
 async def test_a_session_ended_on_the_other_node_stops_where_its_host_is(
     two_nodes: TwoNodes,
 ) -> None:
-    session_id = (
-        await two_nodes.client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})
-    ).json()["session_id"]
+    session_id = await two_nodes.start_session()
 
     ended = await two_nodes.client.delete(f"/v1/sessions/{session_id}")
 
@@ -222,9 +225,7 @@ async def test_an_agent_whose_node_stops_moves_to_another_and_its_session_surviv
 async def test_a_rig_unpaired_on_the_other_node_loses_its_session_and_link(
     two_nodes: TwoNodes,
 ) -> None:
-    session_id = (
-        await two_nodes.client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})
-    ).json()["session_id"]
+    session_id = await two_nodes.start_session()
     holder = two_nodes.holder.services
 
     await two_nodes.edge.services.rig_owner.unpair(two_nodes.holder.account_id, two_nodes.rig_id)
@@ -255,6 +256,15 @@ def _without_the_clock(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def _move_the_pointer(client: httpx2.AsyncClient, session_id: str) -> None:
+    """One input batch of the session (its action count goes up by one)."""
+    moved = await client.post(
+        f"/v1/sessions/{session_id}/input",
+        json={"events": [{"type": "mouse_move", "x": 10, "y": 10}]},
+    )
+    assert moved.status_code == 200, moved.text
+
+
 async def _screensaver_on(two_nodes: TwoNodes) -> None:
     """The holder's rig shows its screensaver, and the holder has heard of it."""
     two_nodes.holder.sim().set_desktop_state("screensaver")
@@ -266,9 +276,7 @@ async def test_a_live_session_reads_through_the_other_node_as_the_holder_says(
     two_nodes: TwoNodes,
 ) -> None:
     client, holder = two_nodes.client, two_nodes.holder
-    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
-        "session_id"
-    ]
+    session_id = await two_nodes.start_session()
     await _screensaver_on(two_nodes)
 
     through_edge = ok_json(await client.get(f"/v1/sessions/{session_id}"))
@@ -283,14 +291,8 @@ async def test_live_sessions_list_through_the_other_node_as_the_holder_says(
     two_nodes: TwoNodes,
 ) -> None:
     client, holder = two_nodes.client, two_nodes.holder
-    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
-        "session_id"
-    ]
-    moved = await client.post(
-        f"/v1/sessions/{session_id}/input",
-        json={"events": [{"type": "mouse_move", "x": 10, "y": 10}]},
-    )
-    assert moved.status_code == 200, moved.text
+    session_id = await two_nodes.start_session()
+    await _move_the_pointer(client, session_id)
     await _screensaver_on(two_nodes)
 
     through_edge = ok_json(await client.get("/v1/sessions"))["sessions"]
@@ -306,9 +308,7 @@ async def test_an_online_rig_reads_through_the_other_node_as_the_holder_says(
     two_nodes: TwoNodes,
 ) -> None:
     client, holder = two_nodes.client, two_nodes.holder
-    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
-        "session_id"
-    ]
+    session_id = await two_nodes.start_session()
     await _screensaver_on(two_nodes)
 
     through_edge = ok_json(await client.get(f"/v1/rigs/{two_nodes.rig_id}"))
@@ -327,14 +327,8 @@ async def test_a_session_ended_through_the_other_node_keeps_the_holders_activity
     two_nodes: TwoNodes,
 ) -> None:
     client = two_nodes.client
-    session_id = (await client.post("/v1/sessions", json={"rig_id": two_nodes.rig_id})).json()[
-        "session_id"
-    ]
-    moved = await client.post(
-        f"/v1/sessions/{session_id}/input",
-        json={"events": [{"type": "mouse_move", "x": 10, "y": 10}]},
-    )
-    assert moved.status_code == 200, moved.text
+    session_id = await two_nodes.start_session()
+    await _move_the_pointer(client, session_id)
 
     ended = ok_json(await client.delete(f"/v1/sessions/{session_id}"))
 
