@@ -142,9 +142,18 @@ class GuardThatFailsToLetGo(InputGuard):
         raise RuntimeError("the input backend went away")
 
 
-async def test_a_release_that_raises_when_the_link_drops_still_restores_them(
+@dataclass
+class FailingRelease:
+    desktop: FakeDesktop
+    motion: MotionReducer
+    dispatcher: Dispatcher
+
+
+@pytest.fixture
+async def failing_release(
     screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
-) -> None:
+) -> AsyncIterator[FailingRelease]:
+    """A dispatcher that reduces motion and whose input guard raises as it lets go."""
     desktop = FakeDesktop()
     motion = MotionReducer(desktop, enabled=True)
     dispatcher = Dispatcher(
@@ -157,43 +166,45 @@ async def test_a_release_that_raises_when_the_link_drops_still_restores_them(
         motion=motion,
     )
     try:
-        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
-        assert engaged(motion)
-
-        with pytest.raises(RuntimeError, match="went away"):
-            await dispatcher.on_link_lost()
-
-        assert not engaged(motion)
-        assert desktop.calls.count(("reduce_motion", False)) == 1
+        yield FailingRelease(desktop, motion, dispatcher)
     finally:
         await dispatcher.close()
+
+
+async def test_a_release_that_raises_when_the_link_drops_still_restores_them(
+    failing_release: FailingRelease,
+) -> None:
+    desktop, motion, dispatcher = (
+        failing_release.desktop,
+        failing_release.motion,
+        failing_release.dispatcher,
+    )
+    await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+    assert engaged(motion)
+
+    with pytest.raises(RuntimeError, match="went away"):
+        await dispatcher.on_link_lost()
+
+    assert not engaged(motion)
+    assert desktop.calls.count(("reduce_motion", False)) == 1
 
 
 async def test_a_release_that_raises_at_the_sessions_end_still_restores_them(
-    screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
+    failing_release: FailingRelease,
 ) -> None:
-    desktop = FakeDesktop()
-    motion = MotionReducer(desktop, enabled=True)
-    dispatcher = Dispatcher(
-        desktop,
-        ScreenService(desktop, screen_worker),
-        AccessibilityService(desktop, a11y_worker, WalkBudget()),
-        GuardThatFailsToLetGo(desktop),
-        FakeApps(),
-        input_executor=input_worker,
-        motion=motion,
+    desktop, motion, dispatcher = (
+        failing_release.desktop,
+        failing_release.motion,
+        failing_release.dispatcher,
     )
-    try:
-        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
-        assert engaged(motion)
+    await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+    assert engaged(motion)
 
-        with pytest.raises(HostOpError, match="went away"):
-            await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
+    with pytest.raises(HostOpError, match="went away"):
+        await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
 
-        assert not engaged(motion)
-        assert desktop.calls.count(("reduce_motion", False)) == 1
-    finally:
-        await dispatcher.close()
+    assert not engaged(motion)
+    assert desktop.calls.count(("reduce_motion", False)) == 1
 
 
 # -- MotionReducer on its own ---------------------------------------------------------------
