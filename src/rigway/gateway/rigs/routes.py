@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-
 from fastapi import APIRouter, Request, Response
-from pydantic import ValidationError
 
 from rigway.gateway.auth.console import ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.cluster.fan_out import ask_nodes
 from rigway.gateway.cluster.forwarding import is_forwarded
+from rigway.gateway.cluster.node_lists import as_their_nodes_see_them
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import RigId
 from rigway.gateway.rigs.schemas import (
@@ -25,7 +22,6 @@ from rigway.gateway.rigs.schemas import (
 from rigway.gateway.rigs.service import OwnerControls
 from rigway.gateway.services import Services, services_of
 
-logger = logging.getLogger(__name__)
 router = APIRouter(tags=["rigs"])
 
 
@@ -51,18 +47,15 @@ async def _as_their_nodes_see_them(
     """`rigs`, those online on other nodes as those nodes see them (desktop state,
     displays): one read of each node's list, all at once. A node that does not answer
     in time leaves this node's view of its rigs."""
-    held_by = await services.rigs.held_by_other_nodes(rigs)
-    answers = await ask_nodes(request, services.peers, "/v1/rigs", dict.fromkeys(held_by, ""))
-    theirs: dict[str, RigOut] = {}
-    for node_url, body in answers.items():
-        try:
-            listed = RigListOut.model_validate_json(body).rigs
-        except ValidationError as exc:
-            logger.info("rigs held by %s listed as this node sees them: %s", node_url, exc)
-            continue
-        wanted = set(held_by[node_url])
-        theirs |= {rig.id: rig for rig in listed if rig.id in wanted}
-    return [theirs.get(rig.id, rig) for rig in rigs]
+    return await as_their_nodes_see_them(
+        request,
+        services.peers,
+        "/v1/rigs",
+        rigs,
+        await services.rigs.held_by_other_nodes(rigs),
+        lambda body: RigListOut.model_validate_json(body).rigs,
+        lambda rig: rig.id,
+    )
 
 
 @router.get(

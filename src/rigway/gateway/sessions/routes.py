@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import logging
-
 from fastapi import APIRouter, Request
-from pydantic import ValidationError
 
 from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.cluster.fan_out import ask_nodes
 from rigway.gateway.cluster.forwarding import is_forwarded
+from rigway.gateway.cluster.node_lists import as_their_nodes_see_them
 from rigway.gateway.errors_openapi import error_responses, session_start_error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import Services, services_of
 from rigway.gateway.sessions.schemas import CreateSessionIn, SessionListOut, SessionOut
 
-logger = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"])
 
 
@@ -65,20 +61,15 @@ async def _as_their_nodes_see_them(
     """`sessions`, those other nodes serve as those nodes see them (desktop state,
     displays, control, activity not yet written): one read of each node's list, all at
     once. A node that does not answer in time leaves the store's view of its sessions."""
-    served_by = await services.sessions.served_elsewhere(sessions)
-    answers = await ask_nodes(request, services.peers, "/v1/sessions", dict.fromkeys(served_by, ""))
-    theirs: dict[str, SessionOut] = {}
-    for node_url, body in answers.items():
-        try:
-            listed = SessionListOut.model_validate_json(body).sessions
-        except ValidationError as exc:
-            logger.info("sessions served by %s listed as the store has them: %s", node_url, exc)
-            continue
-        wanted = set(served_by[node_url])
-        theirs |= {
-            session.session_id: session for session in listed if session.session_id in wanted
-        }
-    return [theirs.get(session.session_id, session) for session in sessions]
+    return await as_their_nodes_see_them(
+        request,
+        services.peers,
+        "/v1/sessions",
+        sessions,
+        await services.sessions.served_elsewhere(sessions),
+        lambda body: SessionListOut.model_validate_json(body).sessions,
+        lambda session: session.session_id,
+    )
 
 
 @router.post(
