@@ -86,19 +86,29 @@ def test_a_missing_key_file_is_named(tmp_path: Path) -> None:
     ]
 
 
-async def test_one_of_several_on_sqlite_exits_2_before_listening(tmp_path: Path) -> None:
-    port = closed_port()
+async def _gateway_that_exits(
+    tmp_path: Path, *arguments: str, env: dict[str, str]
+) -> tuple[int | None, str]:
+    """`rigway gateway` run to its end (it is expected to refuse to start): its exit
+    code and what it wrote to stderr."""
     process = await asyncio.create_subprocess_exec(
-        *rigway_command(), "gateway", "--port", str(port), cwd=tmp_path,
-        env=up_env() | {"RIGWAY_REDIS_URL": "redis://127.0.0.1:6379/0",
-                        "RIGWAY_STATE_DIR": str(tmp_path / "state")},
+        *rigway_command(), "gateway", *arguments, cwd=tmp_path, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(UP_TIMEOUT_S):
         _, stderr = await process.communicate()
+    return process.returncode, stderr.decode()
 
-    assert process.returncode == 2
-    lines = stderr.decode().splitlines()
+
+async def test_one_of_several_on_sqlite_exits_2_before_listening(tmp_path: Path) -> None:
+    returncode, stderr = await _gateway_that_exits(
+        tmp_path, "--port", str(closed_port()),
+        env=up_env() | {"RIGWAY_REDIS_URL": "redis://127.0.0.1:6379/0",
+                        "RIGWAY_STATE_DIR": str(tmp_path / "state")},
+    )  # fmt: skip
+
+    assert returncode == 2
+    lines = stderr.splitlines()
     assert lines[0] == "rigway gateway: this node cannot start as one of several:"
     assert lines[1].startswith("  RIGWAY_DATABASE_URL: ")
     assert not (tmp_path / "state").exists()
@@ -107,15 +117,10 @@ async def test_one_of_several_on_sqlite_exits_2_before_listening(tmp_path: Path)
 async def test_settings_out_of_bounds_exit_2_with_the_setting_named(tmp_path: Path) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text("shutdown_grace_s = -1\n")
-    process = await asyncio.create_subprocess_exec(
-        *rigway_command(), "gateway", "--config", str(config), cwd=tmp_path, env=up_env(),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    async with asyncio.timeout(UP_TIMEOUT_S):
-        _, stderr = await process.communicate()
+    returncode, stderr = await _gateway_that_exits(tmp_path, "--config", str(config), env=up_env())
 
-    assert process.returncode == 2
-    assert "  shutdown_grace_s: Input should be greater than or equal to 0" in stderr.decode()
+    assert returncode == 2
+    assert "  shutdown_grace_s: Input should be greater than or equal to 0" in stderr
 
 
 @pytest.mark.parametrize(
@@ -149,17 +154,14 @@ def test_a_node_url_with_a_scheme_and_a_host_is_kept(tmp_path: Path, node_url: s
 async def test_a_node_url_without_a_scheme_exits_2_with_the_setting_named(
     tmp_path: Path,
 ) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *rigway_command(), "gateway", "--port", str(closed_port()), cwd=tmp_path,
+    returncode, stderr = await _gateway_that_exits(
+        tmp_path, "--port", str(closed_port()),
         env=up_env() | {"RIGWAY_NODE_URL": "10.0.0.5:8080",
                         "RIGWAY_STATE_DIR": str(tmp_path / "state")},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    async with asyncio.timeout(UP_TIMEOUT_S):
-        _, stderr = await process.communicate()
 
-    assert process.returncode == 2
-    lines = stderr.decode().splitlines()
+    assert returncode == 2
+    lines = stderr.splitlines()
     assert lines[0] == "rigway gateway: settings that cannot work:"
     assert lines[1].startswith("  node_url: Value error, RIGWAY_NODE_URL must be ")
     assert not (tmp_path / "state").exists()
