@@ -317,9 +317,10 @@ def nodes_of_one_service(tmp_path: Path, store_url: str, redis_url: str) -> Node
     return make
 
 
-async def session_ended_events(stack: Stack, session_id: str) -> int:
-    """How many `session.ended` webhook events the store holds for `session_id`."""
-    async with stack.services.db() as db:
+async def session_ended_events(services: Services, session_id: str) -> int:
+    """How many `session.ended` webhook events the store behind `services` holds for
+    `session_id`."""
+    async with services.db() as db:
         count = await db.scalar(
             select(func.count())
             .select_from(WebhookOutbox)

@@ -46,7 +46,7 @@ async def test_a_node_that_lost_the_session_ends_nothing_with_its_timers(
         assert row.status == "active"
         assert node_a.services.sessions.live.get(session_id) is None
         assert node_b.services.sessions.live.get(session_id) is not None
-        assert await session_ended_events(node_a, session_id) == 0
+        assert await session_ended_events(node_a.services, session_id) == 0
 
 
 async def test_the_sweeper_ends_a_session_whose_host_no_node_holds(node: NodeFactory) -> None:
@@ -62,7 +62,7 @@ async def test_the_sweeper_ends_a_session_whose_host_no_node_holds(node: NodeFac
         assert second == [session_id]
         session = await node_b.services.sessions.get(node_a.account_id, session_id)
         assert session.ended_reason == "host_gone"
-        assert await session_ended_events(node_b, session_id) == 1
+        assert await session_ended_events(node_b.services, session_id) == 1
 
 
 async def test_starting_a_node_ends_nobodys_session(node: NodeFactory) -> None:
@@ -92,6 +92,6 @@ async def test_two_nodes_sweeping_at_once_end_an_orphan_once(node: NodeFactory) 
         await node_b.services.sessions.sweep_orphans(grace_s=0)
         await node_c.services.sessions.sweep_orphans(grace_s=0)
 
-        assert await session_ended_events(node_b, session_id) == 1
+        assert await session_ended_events(node_b.services, session_id) == 1
         session = await node_b.services.sessions.get(node_a.account_id, session_id)
         assert session.status == "ended"

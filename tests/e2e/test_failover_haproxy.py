@@ -19,17 +19,16 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from sqlalchemy import func, select
 
 from rigway.agent.backends.sim import SimDesktop
 from rigway.agent.pairing import pair
 from rigway.agent.runner import AgentSettings, run_agent
 from rigway.gateway.api_keys.schemas import CreateKeyIn
 from rigway.gateway.app import create_app
-from rigway.gateway.db.models import WebhookOutbox
 from rigway.gateway.deployment import SharedKeyFiles, write_shared_key_files
 from rigway.gateway.services import Services
 from rigway.gateway.settings import load_settings
+from tests.e2e.harness import session_ended_events
 from tests.support.databases import create_postgres_database, drop_postgres_database
 from tests.support.local_processes import free_port, rigway_command
 
@@ -257,13 +256,5 @@ async def test_a_rigs_session_survives_its_node_killed_then_the_next_frozen(
     assert last_holder not in (holder, new_holder)
     assert session["status"] == "active"
     assert ended.json()["ended_reason"] == "client"
-    async with services.db() as db:
-        announced = await db.scalar(
-            select(func.count())
-            .select_from(WebhookOutbox)
-            .where(
-                WebhookOutbox.event == "session.ended",
-                WebhookOutbox.payload["session_id"].as_string() == session_id,
-            )
-        )
+    announced = await session_ended_events(services, session_id)
     assert announced == 1

@@ -145,7 +145,7 @@ async def test_an_agent_killed_holding_input_mid_batch_ends_its_session_once(
         for _ in range(2):
             assert await edge.services.sessions.sweep_orphans(grace_s=0) == []
         session = await client.get(f"/v1/sessions/{session_id}")
-        ended_events = await session_ended_events(holder, session_id)
+        ended_events = await session_ended_events(holder.services, session_id)
         journal_after_kill = agent.journal.exists()
 
         # The next agent on this rig lets go of what the killed one left down before it
@@ -206,7 +206,7 @@ async def test_redis_restarted_the_nodes_claim_their_rigs_again_and_no_session_e
                 for sweeper in (edge, holder, edge, holder)
             ]
             session = await client.get(f"/v1/sessions/{session_id}")
-        ended_events = await session_ended_events(holder, session_id)
+        ended_events = await session_ended_events(holder.services, session_id)
         still_live = holder.services.sessions.live.get(session_id) is not None
 
     # While Redis is away the other node cannot tell who holds the rig: retry, not 500.
@@ -238,7 +238,7 @@ async def test_a_node_holding_no_rig_restarted_ends_nobodys_session(
             swept = [await restarted.services.sessions.sweep_orphans(grace_s=0) for _ in range(2)]
             screenshot = await client.get(f"/v1/sessions/{session_id}/screenshot")
             session = await client.get(f"/v1/sessions/{session_id}")
-        ended_events = await session_ended_events(holder, session_id)
+        ended_events = await session_ended_events(holder.services, session_id)
         still_live = holder.services.sessions.live.get(session_id) is not None
 
     assert swept == [[], []]
