@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import redis.asyncio
 
+from rigway.gateway.notices import RedisNotices
 from rigway.gateway.redis_clients import reconnecting_options, redis_client
 from tests.support.own_redis import own_redis_server
 
@@ -39,3 +41,25 @@ async def test_a_pool_built_with_the_options_retries_as_well(tmp_path: Path) -> 
         finally:
             await client.aclose()
             await pool.aclose()
+
+
+async def test_a_dropped_subscription_reaches_the_notices_which_flush_again(
+    tmp_path: Path,
+) -> None:
+    # A subscription that reconnected by itself would hide that notices were lost
+    # meanwhile: the node must hear of it and flush its caches.
+    async with own_redis_server(tmp_path) as server:
+        notices = RedisNotices(server.url)
+        flushes: list[int] = []
+        notices.on_resubscribed(lambda: flushes.append(1))
+        killer = redis_client(server.url)
+        await notices.start()
+        try:
+            async with asyncio.timeout(10):
+                await notices.subscribed.wait()
+                assert await killer.client_kill_filter(_type="pubsub") == 1
+                while len(flushes) < 2:
+                    await asyncio.sleep(0.01)
+        finally:
+            await notices.stop()
+            await killer.aclose()

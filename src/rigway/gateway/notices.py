@@ -72,6 +72,9 @@ class RedisNotices:
 
     def __init__(self, redis_url: str) -> None:
         self._client = redis_client(redis_url)
+        # Its own connection, never retried: a dropped subscription must reach `_listen`,
+        # whose resubscribe flushes what notices may have been missed meanwhile.
+        self._subscriber = redis_client(redis_url, retrying=False)
         self._node = secrets.token_hex(8)
         self._handlers: dict[str, list[NoticeHandler]] = {}
         self._resubscribed: list[Callable[[], None]] = []
@@ -108,12 +111,13 @@ class RedisNotices:
                 await self._listener
         await asyncio.gather(*self._publishing, return_exceptions=True)
         await self._client.aclose()
+        await self._subscriber.aclose()
 
     async def _listen(self) -> None:
         attempt = 0
         while True:
             try:
-                async with self._client.pubsub() as pubsub:
+                async with self._subscriber.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
                     attempt = 0
                     # Whatever was published while unsubscribed is lost: start clean.

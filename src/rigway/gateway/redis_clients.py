@@ -7,6 +7,11 @@ without a retry the first command on each fails ("Connection closed by server") 
 Redis is back. For the rig leases that cost a whole refresh period (the other nodes
 meanwhile saw no holder); for quotas and notices a spurious failure. A command that
 fails again is Redis really being away, and its caller handles that as before.
+
+Two clients must not retry (`retrying=False`): a pub/sub subscription, which redis-py
+would otherwise reconnect and resubscribe silently, so its owner would never learn that
+notices were lost meanwhile; and a command that must not run twice (`SET NX` deciding a
+first use: repeated after a lost reply, it would refuse its own first use).
 """
 
 from __future__ import annotations
@@ -34,9 +39,12 @@ def reconnecting_options() -> dict[str, Any]:
     }
 
 
-def redis_client(redis_url: str, *, decode_responses: bool = False) -> redis.asyncio.Redis:
+def redis_client(
+    redis_url: str, *, decode_responses: bool = False, retrying: bool = True
+) -> redis.asyncio.Redis:
     import redis.asyncio
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
 
-    return redis.asyncio.Redis.from_url(
-        redis_url, decode_responses=decode_responses, **reconnecting_options()
-    )
+    options = reconnecting_options() if retrying else {"retry": Retry(NoBackoff(), 0)}
+    return redis.asyncio.Redis.from_url(redis_url, decode_responses=decode_responses, **options)

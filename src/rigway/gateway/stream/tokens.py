@@ -108,7 +108,8 @@ class RedisUsedTokens:
     the key expires with the token (`redis.asyncio`, the `redis` extra)."""
 
     def __init__(self, redis_url: str) -> None:
-        self._client = redis_client(redis_url)
+        # Not retried: `SET NX` sent again after a lost reply would refuse its own first use.
+        self._client = redis_client(redis_url, retrying=False)
         self._closed = False
 
     async def first_use(self, jti: str, ttl_s: int) -> bool:
