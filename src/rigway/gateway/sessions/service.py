@@ -338,6 +338,8 @@ class SessionService:
 
         A timer's end names the `owner_epoch` it saw: if another node took the session
         over since, nothing ends, and this node lets go of its stale copy."""
+        # Ended wherever it was served: no request goes along a remembered route.
+        self.holder_routes.forget(session_id)
         lock = self._end_locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             live = self.live.get(session_id)
@@ -472,6 +474,7 @@ class SessionService:
     async def ended_elsewhere(self, session_id: str, rig_id: str, reason: str) -> None:
         """Another node ended this session (in the store, once): if this node served
         it, it stops, and the host linked here gets its safety restore."""
+        self.holder_routes.forget(session_id)
         live = self.live.remove(session_id)
         if live is None:
             return
