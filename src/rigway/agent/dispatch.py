@@ -330,7 +330,12 @@ class Dispatcher:
         self._act.interrupt()
         self._motion.session_ended()
         # Input and apps first: they are what a stuck stream must never hold up.
-        released = await self._in_input_worker(self._let_go_of_desktop)
+        try:
+            released = await self._in_input_worker(self._let_go_of_desktop)
+        except Exception:
+            # Like every restore step: the apps, streams and windows still get theirs.
+            _log.exception("session restore: could not release the held input")
+            released = []
         # Which windows are the session's is asked before the kill, while their owners
         # still run: a window can outlive its process (see `_session_windows`).
         windows = await self._session_windows(session.window_baseline)
