@@ -198,6 +198,35 @@ def test_a_question_counts_an_event_the_listener_has_not_read_yet(
     assert listener.last_local_input() == 7.5
 
 
+class StalledSource(FakeSource):
+    """A round trip that does not come back (another client grabbed the X server)."""
+
+    def __init__(self, names: dict[int, str]) -> None:
+        super().__init__(names)
+        self.ungrabbed = threading.Event()
+
+    def sync(self) -> None:
+        self.ungrabbed.wait(10)
+        super().sync()
+
+
+def test_a_question_does_not_wait_for_a_stalled_server() -> None:
+    source = StalledSource(XVFB_DEVICES)
+    listener = LocalInputListener(lambda: source, clock=lambda: 7.5)
+    listener.start()
+    assert listener.ready.wait(10)
+    try:
+        source.send_in_flight(RawInput(6))
+        # Answered from what was recorded while the listener waits on the server...
+        assert listener.last_local_input() is None
+        source.ungrabbed.set()
+        # ...and the next question, once the server answers again, has the event.
+        assert wait_until(listener.last_local_input, message="the local event") == 7.5
+    finally:
+        source.ungrabbed.set()
+        listener.close()
+
+
 def test_a_stopped_listener_answers_from_what_it_recorded(source: FakeSource) -> None:
     listener = LocalInputListener(lambda: source, clock=lambda: 3.0)
     listener.start()

@@ -13,11 +13,13 @@ Layers: `XInputRawSource` is the thin one over the X server (xcffib: a connectio
 its own, read only by the listener thread); `LocalInputLog` the logic (which device is
 whose, the time of the last local event); `LocalInputListener` the thread that reads the
 source as its events arrive (a `select` on its socket, so an event is recorded within a
-millisecond or so) and a pipe that wakes it to stop. A question (`last_local_input`)
-first catches up: one round trip on the source's connection, then what it queued is read
-on the asking thread. So a key the X server took before the question is always counted,
-however late the listener thread is scheduled (a busy rig): the owner's key pressed just
-before an API batch refuses that batch, never only the next one. Tests drive the log and listener
+millisecond or so) and a pipe that wakes it to stop or to catch up. A question
+(`last_local_input`) first has the listener catch up: one round trip on the source's
+connection, then what it queued is read. So a key the X server took before the question
+is counted however late the listener thread was scheduled (a busy rig): the owner's key
+pressed just before an API batch refuses that batch, never only the next one. The asker
+waits for that at most `CATCH_UP_WAIT_S` (an X server stalled by another client's grab
+holds only the listener), then answers from what was recorded. Tests drive the log and listener
 through a fake source, and the real source under Xvfb.
 """
 
@@ -63,6 +65,10 @@ _RAW_EVENTS: Final = (
 )
 _XTEST_SUFFIXES: Final = (" XTEST pointer", " XTEST keyboard")
 _STOP_TIMEOUT_S: Final = 2.0
+# The longest a question waits for the listener to catch up.
+CATCH_UP_WAIT_S: Final = 0.05
+_STOP: Final = b"x"
+_CATCH_UP: Final = b"c"
 
 
 def is_injecting_device(name: str) -> bool:
@@ -111,8 +117,8 @@ class RawEventSource(Protocol):
 class LocalInputLog:
     """The time of the last event from a device that is not XTEST's.
 
-    Noted into under the listener's reading lock (by its thread, or by a question
-    catching up); `last`, a float written whole, is read from any thread."""
+    Confined to the listener thread except `last`, a float written whole and read
+    from any thread."""
 
     def __init__(self, device_names: Callable[[], dict[int, str]], clock: Callable[[], float]):
         self._device_names = device_names
@@ -161,10 +167,11 @@ class LocalInputListener:
         self._log: LocalInputLog | None = None
         self._wake_read, self._wake_write = os.pipe()
         self._thread: threading.Thread | None = None
-        # The source's connection and the log, shared by the listener thread and a
-        # question's catch-up; `_source` is None once the listener stopped.
-        self._reading = threading.Lock()
-        self._source: RawEventSource | None = None
+        # Catch-ups asked for and done, counted (under `_caught_up`): a question waits
+        # for one asked after it came.
+        self._caught_up = threading.Condition()
+        self._catch_ups_asked = 0
+        self._catch_ups_done = 0
         # Set once the source is listening (or failed to open): for tests.
         self.ready = threading.Event()
         self._closed = False
@@ -177,7 +184,6 @@ class LocalInputListener:
             self.ready.set()
             return
         self._log = LocalInputLog(source.device_names, self._clock)
-        self._source = source
         self._thread = threading.Thread(
             target=self._run, args=(source,), name="rigway-x11-local-input", daemon=True
         )
@@ -188,14 +194,16 @@ class LocalInputListener:
         log = self._log
         if log is None:
             return None
-        with self._reading:
-            source = self._source
-            # A failing connection: the listener meets the same failure and says so;
-            # the question answers from what was recorded.
-            if source is not None:
-                with contextlib.suppress(Exception):
-                    source.sync()
-                    self._note_pending(source, log)
+        thread = self._thread
+        if thread is not None and thread.is_alive() and not self._closed:
+            with self._caught_up:
+                self._catch_ups_asked += 1
+                asked = self._catch_ups_asked
+                with contextlib.suppress(OSError):  # closing meanwhile: answer as is
+                    os.write(self._wake_write, _CATCH_UP)
+                self._caught_up.wait_for(
+                    lambda: self._catch_ups_done >= asked, timeout=CATCH_UP_WAIT_S
+                )
         return log.last
 
     @property
@@ -210,7 +218,7 @@ class LocalInputListener:
             return
         self._closed = True
         if self._thread is not None and self._thread.is_alive():
-            os.write(self._wake_write, b"x")
+            os.write(self._wake_write, _STOP)
             self._thread.join(_STOP_TIMEOUT_S)
         os.close(self._wake_read)
         os.close(self._wake_write)
@@ -221,27 +229,33 @@ class LocalInputListener:
         except Exception:
             _log.exception("listening for the owner's input failed: it no longer counts")
         finally:
-            with self._reading:
-                self._source = None
-                source.close()
+            source.close()
 
     def _listen(self, source: RawEventSource) -> None:
         log = self._log
         assert log is not None
         while True:
             # Read first: a reply read on the source's connection (a device query, a
-            # question's round trip) may have queued events that its socket no longer
+            # catch-up's round trip) may have queued events that its socket no longer
             # announces.
-            with self._reading:
-                self._note_pending(source, log)
+            for event in source.read():
+                log.note(event)
             ready, _, _ = select.select([source.fileno(), self._wake_read], [], [])
             if self._wake_read in ready:
-                return
+                wakes = os.read(self._wake_read, 512)
+                if _STOP in wakes:
+                    return
+                self._catch_up(source, log)
 
-    @staticmethod
-    def _note_pending(source: RawEventSource, log: LocalInputLog) -> None:
+    def _catch_up(self, source: RawEventSource, log: LocalInputLog) -> None:
+        with self._caught_up:
+            asked = self._catch_ups_asked
+        source.sync()
         for event in source.read():
             log.note(event)
+        with self._caught_up:
+            self._catch_ups_done = asked
+            self._caught_up.notify_all()
 
 
 def _every_device(mask: int) -> Any:
