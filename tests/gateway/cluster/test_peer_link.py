@@ -28,3 +28,9 @@ async def test_an_address_with_no_host_is_unavailable() -> None:
 
     with pytest.raises(PeerUnavailableError, match="hostname"):
         await client.request(_ASKED, b"", timeout_s=5.0)
+
+
+async def test_an_address_websockets_cannot_parse_is_unavailable() -> None:
+    client = PeerClient("http://127.0.0.1:99999", "token")  # a port past 65535
+    with pytest.raises(PeerUnavailableError, match="99999"):
+        await client.request(_ASKED, b"", timeout_s=5.0)

@@ -135,13 +135,18 @@ class PeerClient:
     async def _connection(self) -> ClientConnection:
         async with self._dialing:
             if self._ws is None or self._reader is None or self._reader.done():
-                self._ws = await connect(
-                    self._url,
-                    additional_headers={"Authorization": f"Bearer {self._token}"},
-                    compression=None,
-                    max_size=MAX_FRAME_BYTES,
-                    open_timeout=_OPEN_TIMEOUT_S,
-                )
+                try:
+                    self._ws = await connect(
+                        self._url,
+                        additional_headers={"Authorization": f"Bearer {self._token}"},
+                        compression=None,
+                        max_size=MAX_FRAME_BYTES,
+                        open_timeout=_OPEN_TIMEOUT_S,
+                    )
+                except ValueError as exc:
+                    # An address websockets cannot parse (a bad port, a host IDNA
+                    # refuses), registered by a node of another version: no link.
+                    raise PeerUnavailableError(f"{self._url}: {exc}") from exc
                 self._reader = asyncio.create_task(self._read(self._ws))
             return self._ws
 

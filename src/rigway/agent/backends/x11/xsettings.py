@@ -34,6 +34,7 @@ piles up in the connection's queue, and steps down if the X server goes away.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -248,8 +249,10 @@ class XSettingsMotion:
         self._cancel_release()
         wake, self._wake_watcher = self._wake_watcher, None
         if wake is not None:
-            # The watcher stops before the connection it reads closes.
-            os.write(wake, b"x")
+            # The watcher stops before the connection it reads closes (a watcher that
+            # ended on its own closed its end already: nothing to wake).
+            with contextlib.suppress(OSError):
+                os.write(wake, b"x")
             os.close(wake)
         try:
             # Closing the connection destroys the manager window, which frees the
