@@ -13,7 +13,7 @@ import pytest
 from rigway.agent.accessibility import AccessibilityService
 from rigway.agent.backends.base import WalkBudget
 from rigway.agent.backends.sim import SimDesktop
-from rigway.agent.dispatch import Dispatcher, HostOpError
+from rigway.agent.dispatch import Dispatcher
 from rigway.agent.link import AgentLink
 from rigway.agent.reduce_motion import MotionReducer
 from rigway.agent.runner import AgentSettings, run_agent
@@ -200,9 +200,10 @@ async def test_a_release_that_raises_at_the_sessions_end_still_restores_them(
     await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
     assert engaged(motion)
 
-    with pytest.raises(HostOpError, match="went away"):
-        await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
+    ended = await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
 
+    # The rest of the restore ran: the answer came, nothing listed as released.
+    assert ended[0]["released_inputs"] == []
     assert not engaged(motion)
     assert desktop.calls.count(("reduce_motion", False)) == 1
 
