@@ -153,7 +153,8 @@ class FailingRelease:
 async def failing_release(
     screen_worker: SerialWorker, a11y_worker: SerialWorker, input_worker: SerialWorker
 ) -> AsyncIterator[FailingRelease]:
-    """A dispatcher that reduces motion and whose input guard raises as it lets go."""
+    """A dispatcher that reduces motion, in a session with the animations off, whose
+    input guard raises as it lets go."""
     desktop = FakeDesktop()
     motion = MotionReducer(desktop, enabled=True)
     dispatcher = Dispatcher(
@@ -166,6 +167,8 @@ async def failing_release(
         motion=motion,
     )
     try:
+        await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
+        assert engaged(motion)
         yield FailingRelease(desktop, motion, dispatcher)
     finally:
         await dispatcher.close()
@@ -179,8 +182,6 @@ async def test_a_release_that_raises_when_the_link_drops_still_restores_them(
         failing_release.motion,
         failing_release.dispatcher,
     )
-    await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
-    assert engaged(motion)
 
     with pytest.raises(RuntimeError, match="went away"):
         await dispatcher.on_link_lost()
@@ -197,8 +198,6 @@ async def test_a_release_that_raises_at_the_sessions_end_still_restores_them(
         failing_release.motion,
         failing_release.dispatcher,
     )
-    await dispatcher.handle(ops.SESSION_START, {"session_id": "s1"})
-    assert engaged(motion)
 
     ended = await dispatcher.handle(ops.SESSION_END, {"session_id": "s1", "reason": "client"})
 
