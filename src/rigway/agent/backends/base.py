@@ -210,8 +210,9 @@ class Desktop(Protocol):
 
         Local input only: what this backend injects (its own `move_pointer` …
         `type_text`) never counts. May be called from any thread, concurrently with the
-        roles, and must be cheap (a read of what a listener recorded): the agent asks
-        before every input batch and refuses it while the owner is active. Never raises."""
+        roles, and must be cheap (what a listener recorded, at most after a bounded
+        catch-up with the input source): the agent asks before every input batch and
+        event and refuses input while the owner is active. Never raises."""
         ...
 
     def displays(self) -> list[Display]:
