@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rigway.gateway.serving import ConnectionLimits
+from rigway.gateway.serving import ConnectionLimits, server_config
 from rigway.gateway.settings import load_settings
 from tests.e2e.harness import Stack, running_stack
 
@@ -133,6 +133,46 @@ async def test_keep_alive_requests_after_a_slow_start_are_each_bounded_afresh(
     rest = await _everything_until_closed(reader)
     writer.close()
     assert b"HTTP/1.1 408 " in rest
+
+
+async def _response(reader: asyncio.StreamReader) -> bytes:
+    """One whole response (head and a content-length body) off a kept-alive connection."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.lower().split(b"\r\n")
+        if line.startswith(b"content-length:")
+    )
+    return head + await reader.readexactly(length)
+
+
+async def test_an_idle_connection_is_kept_for_the_keep_alive_then_closed_quietly(
+    tmp_path: Path, database_url: str
+) -> None:
+    request = b"GET /healthz HTTP/1.1\r\nHost: g\r\n\r\n"
+    async with running_stack(tmp_path, database_url, rigs=0, keep_alive_s=1) as running:
+        reader, writer = await _send(running, request)
+        first = await _response(reader)
+        # The same connection serves the next request...
+        writer.write(request)
+        await writer.drain()
+        second = await _response(reader)
+        # ...and once idle for the keep-alive, the server closes it without a word.
+        rest = await _everything_until_closed(reader)
+        writer.close()
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert second.startswith(b"HTTP/1.1 200 ")
+    assert rest == b""
+
+
+def test_the_keep_alive_outlasts_common_clients_idle_connections() -> None:
+    # A server that closes an idle connection first races the request a client may be
+    # sending on it; httpx keeps one 5 s, an AWS load balancer 60 s.
+    settings = load_settings({})
+    config = server_config(object(), settings, "127.0.0.1", 0)
+    assert config.timeout_keep_alive == settings.keep_alive_s == 75
+    configured = load_settings({"RIGWAY_KEEP_ALIVE_SECONDS": "20"})
+    assert server_config(object(), configured, "127.0.0.1", 0).timeout_keep_alive == 20
 
 
 def test_the_bounds_and_trusted_proxies_come_from_the_environment() -> None:

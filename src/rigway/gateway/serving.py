@@ -343,6 +343,7 @@ def server_config(
         # Per-message deflate costs ~27 ms on a 487 KB JPEG (bench/ws_compression.py).
         ws_per_message_deflate=False,
         ws_max_size=64 * 1024 * 1024,
+        timeout_keep_alive=settings.keep_alive_s,
         # Forwarding headers only from the operator's proxies, never by default (uvicorn
         # would otherwise believe any local peer, or read FORWARDED_ALLOW_IPS itself).
         proxy_headers=bool(settings.trusted_proxies),

@@ -198,6 +198,17 @@ class GatewaySettings(BaseModel):
             " closed and nothing the request asked for is done."
         ),
     )
+    keep_alive_s: int = Field(
+        default=75,
+        ge=1,
+        le=3600,
+        description=(
+            "Seconds an idle connection is kept open for the client's next request."
+            " Longer than the idle time of common clients and load balancers (httpx"
+            " 5 s, AWS ALB 60 s), so that it is they who close an idle connection: a"
+            " server that closes first races the request the client is sending on it."
+        ),
+    )
     node_url: str | None = Field(
         default=None,
         description=(
@@ -475,6 +486,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "RIGWAY_MAX_BODY_BYTES": "max_body_bytes",
     "RIGWAY_REQUEST_HEAD_TIMEOUT_SECONDS": "request_head_timeout_s",
     "RIGWAY_REQUEST_BODY_TIMEOUT_SECONDS": "request_body_timeout_s",
+    "RIGWAY_KEEP_ALIVE_SECONDS": "keep_alive_s",
     "RIGWAY_TRUSTED_PROXIES": "trusted_proxies",
     "RIGWAY_ORPHAN_GRACE_SECONDS": "orphan_grace_s",
     "RIGWAY_ORPHAN_SWEEP_INTERVAL_SECONDS": "orphan_sweep_interval_s",
