@@ -341,3 +341,37 @@ async def test_many_hits_at_once_on_redis_are_all_counted(clock: FakeClock) -> N
             await limits.hit_request(key_id=key_id, account_id=account_id)
     finally:
         await limits.close()
+
+
+async def test_redis_counts_exactly_as_the_process_does(clock: FakeClock) -> None:
+    """The same calls, at the same moments, through both storages: the same refusals
+    with the same headers (Redis counts in one script, the process in Python)."""
+    quotas = {
+        "request_rate_limit": "5/minute",
+        "account_request_rate_limit": "7/minute",
+        "input_event_rate_limit": "12/minute",
+    }
+    in_process = rate_limits(clock, **quotas)
+    on_redis = rate_limits(clock, redis_url=REDIS_URL, **quotas)
+    key_ids = [fresh("key"), fresh("key")]
+    account_id = fresh("acc")
+
+    async def outcome(limits: RateLimits, call: int) -> str:
+        try:
+            if call % 3 == 2:
+                await limits.hit_input_events(key_ids[0], 1 + call % 5)
+            else:
+                await limits.hit_request(key_id=key_ids[call % 2], account_id=account_id)
+        except RateLimited as refused:
+            return f"{refused.detail} {sorted(refused.headers.items())}"
+        return "ok"
+
+    try:
+        seen: list[tuple[str, str]] = []
+        for call in range(60):
+            seen.append((await outcome(in_process, call), await outcome(on_redis, call)))
+            clock.advance(3.7)  # through two windows and a half, at uneven points
+        assert all(mine == theirs for mine, theirs in seen), seen
+        assert {"ok"} < {mine for mine, _ in seen}  # both outcomes were seen
+    finally:
+        await on_redis.close()

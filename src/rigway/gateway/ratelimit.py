@@ -1,5 +1,5 @@
-"""Rate limits, counted in the `limits` library's storage (memory by default, Redis when
-set) on the gateway's clock.
+"""Rate limits, counted in the process (the `limits` library's memory storage) by
+default or in Redis when set, on the gateway's clock.
 
     requests        per API key, and per account: a ceiling over all of an account's
                     keys, so that more keys do not multiply the quota
@@ -8,12 +8,13 @@ set) on the gateway's clock.
 
 The strategy is the sliding window counter: two counters per quota and subject, in
 windows aligned to multiples of the quota's period, the previous one weighted by how
-much of it still overlaps the last period. The windows are keyed and counted here, with
-the storage's public `incr` and `get`: the library's own strategies read `time.time()`
-(memory) or Redis's key expiries, and a clock they read is one a test can only move by
-waiting. Here the time is the injected `Clock`'s, so a test puts it at a window's start
-instead; and every node of a deployment keys the same windows in Redis as long as their
-clocks agree (as they must for tokens already).
+much of it still overlaps the last period. The windows are keyed and counted here (in
+memory with the storage's public `incr` and `get`; on Redis with one script per call):
+the library's own strategies read `time.time()` (memory) or Redis's key expiries, and a
+clock they read is one a test can only move by waiting. Here the time is the injected
+`Clock`'s, so a test puts it at a window's start instead; and every node of a
+deployment keys the same windows in Redis as long as their clocks agree (as they must
+for tokens already).
 
 `Retry-After` is computed from the two counters (`seconds_until_room`), not from the end
 of the current window, when the subject may well still be full.
@@ -29,12 +30,12 @@ import hashlib
 import ipaddress
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from limits import parse
-from limits.aio.storage import MemoryStorage, RedisStorage, Storage
-from limits.errors import StorageError
+from limits.aio.storage import MemoryStorage
 
 from rigway.gateway.clock import Clock
 from rigway.gateway.errors import InvalidRequest, RateLimited, ServiceUnavailable
@@ -114,9 +115,34 @@ def email_subject(email: str) -> str:
     return hashlib.sha256(email.strip().lower().encode()).hexdigest()[:32]
 
 
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    """One quota's share of a call: `cost` against `subject`'s windows of `quota`."""
+
+    quota: Quota
+    subject: str
+    cost: int
+
+
+class CountsUnavailable(Exception):
+    """The counts' storage (Redis) did not answer."""
+
+
+class _Counts(Protocol):
+    async def count(self, hits: Sequence[_Hit], now: float) -> tuple[int, int, int] | None:
+        """Counts `hits` in order, each in its current window, until one does not fit:
+        that one counts nothing and its (index, previous, current) counts are answered;
+        the hits before it stay counted. None when all fit."""
+        ...
+
+    async def is_reachable(self) -> bool: ...
+
+    async def close(self) -> None: ...
+
+
 class RateLimits:
     def __init__(self, settings: GatewaySettings, clock: Clock) -> None:
-        self._storage, self._close_storage = _storage(settings.redis_url)
+        self._counts = _counts(settings.redis_url)
         self._clock = clock
         self._warned_at: float | None = None
         self._key_requests = Quota.parse("key-requests", "request", settings.request_rate_limit)
@@ -139,64 +165,47 @@ class RateLimits:
         The key's own quota is counted first: a key refused by it never reaches the
         account's counter, so one key hammering past its quota cannot use up the
         ceiling its account's other keys share."""
-        await self._hit(self._key_requests, key_id, 1, fail_open=True)
-        await self._hit(self._account_requests, account_id, 1, fail_open=True)
+        await self._hit(
+            [_Hit(self._key_requests, key_id, 1), _Hit(self._account_requests, account_id, 1)],
+            fail_open=True,
+        )
 
     async def hit_input_events(self, key_id: str, count: int) -> None:
-        await self._hit(self._input_events, key_id, count, fail_open=True)
+        await self._hit([_Hit(self._input_events, key_id, count)], fail_open=True)
 
     async def hit_sign_in(self, email: str, *, client_address: str | None) -> None:
         """Password guesses: argon2's cost alone is not a limit. Per client address
         first (`None`: not a network caller), so that a client trying many emails is
         stopped there, then per email, so that many clients cannot share one email's
         guesses out."""
+        hits = [_Hit(self._email_sign_ins, email_subject(email), 1)]
         if client_address is not None:
-            subject = address_subject(client_address)
-            await self._hit(self._address_sign_ins, subject, 1, fail_open=False)
-        await self._hit(self._email_sign_ins, email_subject(email), 1, fail_open=False)
+            hits.insert(0, _Hit(self._address_sign_ins, address_subject(client_address), 1))
+        await self._hit(hits, fail_open=False)
 
-    async def _hit(self, quota: Quota, subject: str, cost: int, *, fail_open: bool) -> None:
-        if cost > quota.amount:
-            # Waiting would never help: no Retry-After could be honest.
-            raise InvalidRequest(
-                f"{cost} {quota.label}s in one call exceed the quota of "
-                f"{quota.amount} per {quota.period_s} s"
-            )
+    async def _hit(self, hits: Sequence[_Hit], *, fail_open: bool) -> None:
+        for hit in hits:
+            if hit.cost > hit.quota.amount:
+                # Waiting would never help: no Retry-After could be honest.
+                raise InvalidRequest(
+                    f"{hit.cost} {hit.quota.label}s in one call exceed the quota of "
+                    f"{hit.quota.amount} per {hit.quota.period_s} s"
+                )
         now = self._clock.now().timestamp()
         try:
-            counts = await self._count(quota, subject, cost, now)
-        except StorageError as exc:
+            refused = await self._counts.count(hits, now)
+        except CountsUnavailable as exc:
             if not fail_open:
-                raise ServiceUnavailable(f"the {quota.label} limit cannot be checked now") from exc
+                label = hits[0].quota.label
+                raise ServiceUnavailable(f"the {label} limit cannot be checked now") from exc
             self._warn_outage(exc)
             return
-        if counts is not None:
-            raise _refusal(quota, cost, counts, now)
+        if refused is not None:
+            index, previous, current = refused
+            hit = hits[index]
+            raise _refusal(hit.quota, hit.cost, (previous, current), now)
 
-    async def _count(
-        self, quota: Quota, subject: str, cost: int, now: float
-    ) -> tuple[int, int] | None:
-        """Counts the hit in the current window if it fits: None. Otherwise counts
-        nothing and answers the (previous, current) counts it did not fit under.
-
-        Counting first and checking after makes a hit two storage calls (Redis: two
-        round trips), and two hits racing for the last room cannot both get it: the
-        one whose count went over gives its cost back."""
-        window = math.floor(now / quota.period_s)
-        current_key = _window_key(quota, subject, window)
-        expiry_s = 2 * quota.period_s + _EXPIRY_SLACK_S
-        current = await self._storage.incr(current_key, expiry_s, cost)
-        previous = await self._storage.get(_window_key(quota, subject, window - 1))
-        weighted = weighted_count(
-            period_s=quota.period_s, previous=previous, current=current, now=now
-        )
-        if math.floor(weighted) <= quota.amount:
-            return None
-        # Both storages add a negative amount as they add any other.
-        await self._storage.incr(current_key, expiry_s, -cost)
-        return previous, current - cost
-
-    def _warn_outage(self, exc: StorageError) -> None:
+    def _warn_outage(self, exc: CountsUnavailable) -> None:
         now = self._clock.monotonic()
         if self._warned_at is None or now - self._warned_at >= _OUTAGE_WARNING_INTERVAL_S:
             self._warned_at = now
@@ -204,18 +213,143 @@ class RateLimits:
 
     async def is_reachable(self) -> bool:
         """Whether the counts' storage answers (Redis `PING`; always, in the process)."""
-        try:
-            return await self._storage.check()
-        except Exception:  # any failure to answer is "unreachable", never raised
-            return False
+        return await self._counts.is_reachable()
 
     async def close(self) -> None:
         """Let go of the storage's connections (Redis) at shutdown. A failure is logged,
         never raised: a stuck disconnect must not stop the rest of the shutdown."""
         try:
-            await self._close_storage()
+            await self._counts.close()
         except Exception:
             logger.exception("could not close the rate-limit storage")
+
+
+def _counts(redis_url: str | None) -> _Counts:
+    return _InProcessCounts() if redis_url is None else _RedisCounts(redis_url)
+
+
+def _window_keys(hit: _Hit, now: float) -> tuple[str, str]:
+    """The keys of the hit's current and previous windows."""
+    window = math.floor(now / hit.quota.period_s)
+    return _window_key(hit.quota, hit.subject, window), _window_key(
+        hit.quota, hit.subject, window - 1
+    )
+
+
+def _expiry_s(quota: Quota) -> int:
+    return 2 * quota.period_s + _EXPIRY_SLACK_S
+
+
+class _InProcessCounts:
+    """One process's counts, in the `limits` library's memory storage. Counting first
+    and checking after: two hits racing for the last room cannot both get it, the one
+    whose count went over gives its cost back."""
+
+    def __init__(self) -> None:
+        self._storage = MemoryStorage()
+
+    async def count(self, hits: Sequence[_Hit], now: float) -> tuple[int, int, int] | None:
+        for index, hit in enumerate(hits):
+            current_key, previous_key = _window_keys(hit, now)
+            expiry_s = _expiry_s(hit.quota)
+            current = await self._storage.incr(current_key, expiry_s, hit.cost)
+            previous = await self._storage.get(previous_key)
+            weighted = weighted_count(
+                period_s=hit.quota.period_s, previous=previous, current=current, now=now
+            )
+            if math.floor(weighted) > hit.quota.amount:
+                # The storage adds a negative amount as it adds any other.
+                await self._storage.incr(current_key, expiry_s, -hit.cost)
+                return index, previous, current - hit.cost
+        return None
+
+    async def is_reachable(self) -> bool:
+        return True
+
+    async def close(self) -> None:
+        return None
+
+
+# The same counting as `_InProcessCounts`, for all of a call's hits in one round trip
+# (a request's key and account quotas: one EVALSHA instead of four commands, which cost
+# a gateway node under load a fifth of its CPU, bench/scale.py). A script runs alone on
+# the server, so hits racing for the last room still cannot both get it.
+#   KEYS: each hit's current and previous window;
+#   ARGV: now, then each hit's cost, amount, period and expiry.
+# Several subjects' keys in one script is fine on one Redis server, not on a Redis
+# Cluster (the keys would need one hash slot).
+_COUNT_SCRIPT = """
+local now = tonumber(ARGV[1])
+for i = 1, #KEYS / 2 do
+    local current_key, previous_key = KEYS[2 * i - 1], KEYS[2 * i]
+    local cost = tonumber(ARGV[4 * i - 2])
+    local amount = tonumber(ARGV[4 * i - 1])
+    local period = tonumber(ARGV[4 * i])
+    local current = redis.call('INCRBY', current_key, cost)
+    if current == cost then
+        redis.call('EXPIRE', current_key, ARGV[4 * i + 1])
+    end
+    local previous = tonumber(redis.call('GET', previous_key) or '0')
+    local weighted = previous * (period - now % period) / period + current
+    if math.floor(weighted) > amount then
+        redis.call('INCRBY', current_key, -cost)
+        return {i, previous, current - cost}
+    end
+end
+return {0}
+"""
+
+# Connections to Redis for the counts, and how long a hit waits for a free one.
+_REDIS_CONNECTIONS = 64
+_REDIS_CONNECTION_WAIT_S = 2.0
+# `limits`' prefix, which the counts had when the library counted them on Redis: nodes
+# of the previous release and of this one count in the same keys during an upgrade.
+_REDIS_KEY_PREFIX = "LIMITS:"
+
+
+class _RedisCounts:
+    """Every node's counts, on Redis."""
+
+    def __init__(self, redis_url: str) -> None:
+        import redis.asyncio  # the `redis` extra: only a gateway configured for Redis has it
+
+        # A blocking pool: under load a hit waits briefly for a connection instead of
+        # failing ("too many connections"), which would leave the quotas unenforced.
+        self._pool = redis.asyncio.BlockingConnectionPool.from_url(
+            redis_url,
+            max_connections=_REDIS_CONNECTIONS,
+            timeout=_REDIS_CONNECTION_WAIT_S,
+            **reconnecting_options(),
+        )
+        self._client = redis.asyncio.Redis(connection_pool=self._pool)
+        self._script = self._client.register_script(_COUNT_SCRIPT)
+
+    async def count(self, hits: Sequence[_Hit], now: float) -> tuple[int, int, int] | None:
+        from redis.exceptions import RedisError
+
+        keys: list[str] = []
+        args: list[str | int] = [repr(now)]
+        for hit in hits:
+            keys.extend(_REDIS_KEY_PREFIX + key for key in _window_keys(hit, now))
+            args += [hit.cost, hit.quota.amount, hit.quota.period_s, _expiry_s(hit.quota)]
+        try:
+            answer = await self._script(keys=keys, args=args)
+        except RedisError as exc:
+            raise CountsUnavailable(str(exc) or type(exc).__name__) from exc
+        index = int(answer[0])
+        if index == 0:
+            return None
+        return index - 1, int(answer[1]), int(answer[2])
+
+    async def is_reachable(self) -> bool:
+        try:
+            return bool(await self._client.ping())
+        except Exception:  # any failure to answer is "unreachable", never raised
+            return False
+
+    async def close(self) -> None:
+        await self._client.aclose()
+        await self._pool.aclose()
 
 
 def _window_key(quota: Quota, subject: str, window: int) -> str:
@@ -246,38 +380,3 @@ def _refusal(quota: Quota, cost: int, counts: tuple[int, int], now: float) -> Ra
             "RateLimit-Reset": str(retry_after),
         },
     )
-
-
-# Connections to Redis for the counts, and how long a hit waits for a free one.
-_REDIS_CONNECTIONS = 64
-_REDIS_CONNECTION_WAIT_S = 2.0
-
-
-async def _nothing_to_close() -> None:
-    return None
-
-
-def _storage(redis_url: str | None) -> tuple[Storage, Callable[[], Awaitable[None]]]:
-    """The storage, and how to close it."""
-    if redis_url is None:
-        return MemoryStorage(), _nothing_to_close
-    import redis.asyncio  # the `redis` extra: only a gateway configured for Redis has it
-
-    # Our own pool, so that close() can let go of its sockets; `limits` documents the
-    # connection_pool option but types its options as scalars. A blocking one: under
-    # load a hit waits briefly for a connection instead of failing ("too many
-    # connections"), which would leave the quotas unenforced.
-    pool = redis.asyncio.BlockingConnectionPool.from_url(
-        redis_url,
-        max_connections=_REDIS_CONNECTIONS,
-        timeout=_REDIS_CONNECTION_WAIT_S,
-        **reconnecting_options(),
-    )
-    storage = RedisStorage(
-        redis_url.replace("redis://", "async+redis://", 1),
-        implementation="redispy",
-        # Storage failures surface as StorageError, which _hit handles.
-        wrap_exceptions=True,
-        connection_pool=pool,  # type: ignore[arg-type]
-    )
-    return storage, pool.aclose
