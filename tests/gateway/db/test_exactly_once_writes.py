@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
@@ -34,20 +35,21 @@ async def db_sessions(database_url: str) -> AsyncIterator[async_sessionmaker[DbS
         await engine.dispose()
 
 
-async def _account_with_session(db_sessions: async_sessionmaker[DbSession]) -> str:
+async def _account_with_session(db_sessions: async_sessionmaker[DbSession], number: int = 1) -> str:
+    account_id, rig_id, session_id = f"acc_{number}", f"rig_{number}", f"ses_{number}"
     async with db_sessions.begin() as db:
-        db.add(Account(id="acc_1", name="one", created_at=NOW))
+        db.add(Account(id=account_id, name="one", created_at=NOW))
         await db.flush()
-        db.add(Rig(id="rig_1", account_id="acc_1", name="rig", created_at=NOW))
+        db.add(Rig(id=rig_id, account_id=account_id, name="rig", created_at=NOW))
         await db.flush()
         db.add(
             Session(
-                id="ses_1", account_id="acc_1", rig_id="rig_1", mode="desktop",
+                id=session_id, account_id=account_id, rig_id=rig_id, mode="desktop",
                 status="active", started_at=NOW, idle_timeout_s=900,
                 last_activity_at=NOW, action_count=0,
             )
         )  # fmt: skip
-    return "ses_1"
+    return session_id
 
 
 async def _drain(db_sessions: async_sessionmaker[DbSession], claimed: list[str]) -> None:
@@ -88,11 +90,40 @@ async def test_a_late_flush_never_moves_activity_backwards(
     newer, older = NOW + timedelta(seconds=30), NOW + timedelta(seconds=10)
 
     async with db_sessions.begin() as db:
-        await sessions_repository.flush_activity(db, session_id, newer, 9)
+        await sessions_repository.flush_activity(
+            db, [sessions_repository.Activity(session_id, newer, 9)]
+        )
     async with db_sessions.begin() as db:
-        await sessions_repository.flush_activity(db, session_id, older, 4)
+        await sessions_repository.flush_activity(
+            db, [sessions_repository.Activity(session_id, older, 4)]
+        )
 
     async with db_sessions() as db:
         row = await db.get(Session, session_id)
     assert row is not None
     assert (row.last_activity_at, row.action_count) == (newer, 9)
+
+
+async def test_one_flush_writes_every_sessions_counts_and_lowers_none(
+    db_sessions: async_sessionmaker[DbSession],
+) -> None:
+    raised = await _account_with_session(db_sessions, 1)
+    lowered = await _account_with_session(db_sessions, 2)
+    later, earlier = NOW + timedelta(seconds=20), NOW + timedelta(seconds=5)
+    async with db_sessions.begin() as db:
+        await sessions_repository.flush_activity(
+            db, [sessions_repository.Activity(lowered, later, 7)]
+        )
+    async with db_sessions.begin() as db:
+        await sessions_repository.flush_activity(
+            db,
+            [
+                sessions_repository.Activity(raised, later, 3),
+                sessions_repository.Activity(lowered, earlier, 2),
+            ],
+        )
+
+    async with db_sessions() as db:
+        rows = {row.id: row for row in await db.scalars(select(Session))}
+    assert (rows[raised].last_activity_at, rows[raised].action_count) == (later, 3)
+    assert (rows[lowered].last_activity_at, rows[lowered].action_count) == (later, 7)

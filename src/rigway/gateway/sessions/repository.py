@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import DateTime, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession as DbSession
 
 from rigway.gateway.db.models import Session
@@ -103,22 +105,50 @@ async def set_host_facts(
     )
 
 
-async def flush_activity(
-    db: DbSession, session_id: str, last_activity_at: datetime, action_count: int
-) -> None:
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """A live session's counts, to be written."""
+
+    session_id: str
+    last_activity_at: datetime
+    action_count: int
+
+
+# One statement for every session's counts, run once with all their parameters (an
+# executemany: one round trip on PostgreSQL whatever the number of sessions).
+_FLUSH_ACTIVITY = (
+    update(Session)
+    .where(Session.id == bindparam("flushed_id"), Session.status == "active")
+    .values(
+        last_activity_at=case(
+            (
+                Session.last_activity_at < bindparam("flushed_at", type_=DateTime(timezone=True)),
+                bindparam("flushed_at"),
+            ),
+            else_=Session.last_activity_at,
+        ),
+        action_count=case(
+            (Session.action_count < bindparam("flushed_count"), bindparam("flushed_count")),
+            else_=Session.action_count,
+        ),
+    )
+)
+
+
+async def flush_activity(db: DbSession, activities: Sequence[Activity]) -> None:
     """Write the live counts, never moving either backwards: a flush that arrives after
     a newer one (another node's, or a slow transaction) changes nothing it would lower."""
-    await db.execute(
-        update(Session)
-        .where(Session.id == session_id, Session.status == "active")
-        .values(
-            last_activity_at=case(
-                (Session.last_activity_at < last_activity_at, last_activity_at),
-                else_=Session.last_activity_at,
-            ),
-            action_count=case(
-                (Session.action_count < action_count, action_count),
-                else_=Session.action_count,
-            ),
-        )
+    if not activities:
+        return
+    connection = await db.connection()
+    await connection.execute(
+        _FLUSH_ACTIVITY,
+        [
+            {
+                "flushed_id": activity.session_id,
+                "flushed_at": activity.last_activity_at,
+                "flushed_count": activity.action_count,
+            }
+            for activity in activities
+        ],
     )

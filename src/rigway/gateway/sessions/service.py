@@ -436,12 +436,20 @@ class SessionService:
         pending = [live for live in self.live.all() if live.has_unflushed_activity]
         if not pending:
             return
-        async with self._db_sessions.begin() as db:
+        activities = [
+            repository.Activity(live.id, live.last_activity_at, live.action_count)
+            for live in pending
+        ]
+        for live in pending:
+            live.has_unflushed_activity = False
+        try:
+            async with self._db_sessions.begin() as db:
+                await repository.flush_activity(db, activities)
+        except BaseException:
+            # Written by the next flush instead (counts only rise, so a later one is safe).
             for live in pending:
-                live.has_unflushed_activity = False
-                await repository.flush_activity(
-                    db, live.id, live.last_activity_at, live.action_count
-                )
+                live.has_unflushed_activity = True
+            raise
 
     async def load_active(self) -> list[LiveSession]:
         """At start: adopt the store's active sessions (orphans until their host returns)."""
