@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 
 from tests.e2e.harness import QUICK_AGENT, running_stack
 from tests.support.databases import create_postgres_database, drop_postgres_database
+from tests.support.store_requests import statuses_of_store_requests
 from tests.support.tcp_proxy import CuttableProxy
 
 POSTGRES_SERVER = os.environ.get(
@@ -38,21 +39,6 @@ async def postgres_proxy() -> AsyncIterator[tuple[CuttableProxy, str]]:
         await drop_postgres_database(POSTGRES_SERVER, name)
 
 
-async def _statuses(client: httpx2.AsyncClient, session_id: str, rig_id: str) -> list[int]:
-    """Statuses of requests that each need the store."""
-    answers = [
-        await client.get(f"/v1/sessions/{session_id}"),
-        await client.get("/v1/rigs"),
-        await client.post("/v1/sessions", json={"rig_id": rig_id}),
-        await client.get(f"/v1/sessions/{session_id}/screenshot"),
-        await client.post(
-            f"/v1/sessions/{session_id}/input",
-            json={"events": [{"type": "mouse_move", "x": 1, "y": 1}]},
-        ),
-    ]
-    return [answer.status_code for answer in answers]
-
-
 async def _until_status(client: httpx2.AsyncClient, path: str, status: int) -> None:
     async with asyncio.timeout(20):
         while (await client.get(path)).status_code != status:
@@ -70,7 +56,7 @@ async def test_postgres_unreachable_is_503_then_recovers_by_itself(
         rig_id = stack.rig_ids[0]
 
         await proxy.cut()
-        during = await _statuses(stack.client, session_id, rig_id)
+        during = await statuses_of_store_requests(stack.client, session_id, rig_id)
         ready_during = await stack.client.get("/readyz")
         await proxy.start()
         await _until_status(stack.client, "/readyz", 200)
