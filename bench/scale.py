@@ -59,6 +59,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import psutil
@@ -66,6 +67,7 @@ from sqlalchemy import select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench.lean_http import AsyncLeanConnection
 from bench.local_stack import BENCH_QUOTAS
 from bench.stats import p50, p95
 from rigway import event_loop
@@ -350,9 +352,26 @@ async def end_sessions(client: httpx2.AsyncClient, sessions: Sequence[str]) -> N
     await asyncio.gather(*(end(session) for session in sessions))
 
 
+@dataclass
+class ObservingAgent:
+    """A session's agent: its own keep-alive connection to the node it observes through
+    (a lean client, so that the load generator takes as little as it can of the CPU it
+    shares with the nodes), and its session's observe path."""
+
+    connection: AsyncLeanConnection
+    observe_path: str
+
+    @classmethod
+    def of(cls, session_url: str, api_key: str) -> ObservingAgent:
+        parts = urlsplit(session_url)
+        connection = AsyncLeanConnection(
+            f"{parts.scheme}://{parts.netloc}", {"Authorization": f"Bearer {api_key}"}
+        )
+        return cls(connection, f"{parts.path}/observe")
+
+
 async def observe_for(
-    client: httpx2.AsyncClient,
-    sessions: Sequence[str],
+    agents: Sequence[ObservingAgent],
     rate_per_s: float,
     seconds: float,
     image: int,
@@ -367,35 +386,36 @@ async def observe_for(
     end_at = time.perf_counter() + seconds
     rng = random.Random(7)
 
-    async def observe_one(url: str) -> None:
+    async def observe_one(agent: ObservingAgent, target: str) -> None:
         # perf_counter, not loop.time(): uvloop's clock counts whole milliseconds.
         started = time.perf_counter()
         try:
-            answer = await client.get(url, params={"image": image})
+            async with asyncio.timeout(REQUEST_TIMEOUT_S):
+                answer = await agent.connection.get(target)
             status = str(answer.status_code)
-        except httpx2.TimeoutException:
+        except TimeoutError:
             status = "timeout"
-        except httpx2.HTTPError as exc:
+        except OSError as exc:
             status = type(exc).__name__
         load.statuses[status] += 1
         if status == "200":
             load.latencies_ms.append((time.perf_counter() - started) * 1000)
 
-    async def session_loop(session: str) -> None:
-        url = f"{session}/observe"
+    async def session_loop(agent: ObservingAgent) -> None:
+        target = f"{agent.observe_path}?image={image}"
         due_at = time.perf_counter() + rng.uniform(0, interval_s)
         while due_at < end_at:
             delay_s = due_at - time.perf_counter()
             if delay_s > 0:
                 await asyncio.sleep(delay_s)
             load.late_ms.append(max(0.0, -delay_s) * 1000)
-            await observe_one(url)
+            await observe_one(agent, target)
             due_at += interval_s
             behind_s = time.perf_counter() - due_at
             if behind_s > 1.0:
                 due_at += (behind_s // interval_s) * interval_s
 
-    await asyncio.gather(*(session_loop(session) for session in sessions))
+    await asyncio.gather(*(session_loop(agent) for agent in agents))
 
 
 # ---- measuring ---------------------------------------------------------------------------
@@ -544,42 +564,40 @@ async def _load(
         f"  idle, rigs linked: gateway CPU {' '.join(f'{cpu * 100:.1f} %' for cpu in idle_cpu)}, "
         f"swarm CPU {swarm_idle_cpu * 100:.1f} %, swarm resident {idle_after.swarm_rss_mib:.1f} MiB"
     )
-    # A connection per session: one observe at a time each, none waits for the pool.
-    limits = httpx2.Limits(max_connections=args.sessions, max_keepalive_connections=None)
     async with httpx2.AsyncClient(
         headers={"Authorization": f"Bearer {seeded.api_key}"},
         timeout=REQUEST_TIMEOUT_S,
-        limits=limits,
+        limits=httpx2.Limits(max_connections=16),
         trust_env=False,
     ) as client:
         sessions = await open_sessions(client, urls, seeded.rig_ids, args.sessions)
+        agents = [ObservingAgent.of(session, seeded.api_key) for session in sessions]
         try:
             # A few seconds' warm-up: connections opened, caches filled.
-            await observe_for(
-                client, sessions, args.rate, min(3.0, args.seconds), args.image, Load()
-            )
+            await observe_for(agents, args.rate, min(3.0, args.seconds), args.image, Load())
             rss_before = _rss_mib(nodes)
             print(f"  gateway resident memory: {_mib(rss_before)} linked, sessions open")
             if "capacity" in args.parts:
                 load = Load()
                 before = Window.now(nodes, swarm)
-                await observe_for(client, sessions, args.rate, args.seconds, args.image, load)
+                await observe_for(agents, args.rate, args.seconds, args.image, load)
                 after = Window.now(nodes, swarm)
                 print_load(f"capacity: {args.seconds:g} s", load, before, after, idle_cpu)
                 print(f"  gateway resident memory: {_mib(_rss_mib(nodes))} after")
                 print(f"machine: load average {os.getloadavg()[0]:.2f} (1 min) at the end")
             if "soak" in args.parts:
-                await _soak(args, client, nodes, swarm, sessions, idle_cpu)
+                await _soak(args, nodes, swarm, agents, idle_cpu)
         finally:
+            for agent in agents:
+                agent.connection.close()
             await end_sessions(client, sessions)
 
 
 async def _soak(
     args: argparse.Namespace,
-    client: httpx2.AsyncClient,
     nodes: Sequence[Node],
     swarm: psutil.Process,
-    sessions: Sequence[str],
+    agents: Sequence[ObservingAgent],
     idle_cpu: Sequence[float],
 ) -> None:
     seconds = args.soak_seconds
@@ -590,7 +608,7 @@ async def _soak(
     first = Window.now(nodes, swarm)
     for step in range(steps):
         load = Load()
-        await observe_for(client, sessions, args.rate, step_s, args.image, load)
+        await observe_for(agents, args.rate, step_s, args.image, load)
         rss.append(sum(_rss_mib(nodes)))
         total.latencies_ms += load.latencies_ms
         total.statuses.update(load.statuses)
