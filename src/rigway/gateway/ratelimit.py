@@ -315,6 +315,8 @@ class _RedisCounts:
 
         # A blocking pool: under load a hit waits briefly for a connection instead of
         # failing ("too many connections"), which would leave the quotas unenforced.
+        # Retried on a fresh connection after a broken one: a script whose reply was
+        # lost then counts twice, one call too strict, once, after a Redis restart.
         self._pool = redis.asyncio.BlockingConnectionPool.from_url(
             redis_url,
             max_connections=_REDIS_CONNECTIONS,
