@@ -375,3 +375,40 @@ async def test_redis_counts_exactly_as_the_process_does(clock: FakeClock) -> Non
         assert {"ok"} < {mine for mine, _ in seen}  # both outcomes were seen
     finally:
         await on_redis.close()
+
+
+async def test_counts_go_on_once_each_after_redis_forgets_the_script(
+    on_redis: RateLimits,
+) -> None:
+    """A Redis restart or SCRIPT FLUSH: the next calls answer NOSCRIPT, counted nothing,
+    and are sent again with the script loaded."""
+    import redis.asyncio
+
+    key_id = fresh("key")
+    await requests(on_redis, 2, key_id, fresh("acc"))
+    client = redis.asyncio.Redis.from_url(REDIS_URL)
+    try:
+        await client.script_flush()
+    finally:
+        await client.aclose()
+    await on_redis.hit_request(key_id=key_id, account_id=fresh("acc"))  # the third of 3
+    with pytest.raises(RateLimited):
+        await on_redis.hit_request(key_id=key_id, account_id=fresh("acc"))
+
+
+async def test_calls_sent_together_each_get_their_own_answer(
+    on_redis: RateLimits,
+) -> None:
+    full, empty = fresh("key"), fresh("key")
+    await requests(on_redis, 3, full, fresh("acc"))
+
+    async def outcome(key_id: str) -> str:
+        try:
+            await on_redis.hit_request(key_id=key_id, account_id=fresh("acc"))
+        except RateLimited:
+            return "refused"
+        return "counted"
+
+    # Started in the same turn of the event loop: sent in one pipeline.
+    outcomes = await asyncio.gather(outcome(full), outcome(empty), outcome(full))
+    assert list(outcomes) == ["refused", "counted", "refused"]

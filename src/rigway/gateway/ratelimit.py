@@ -26,13 +26,14 @@ fail closed (503), since they are what stands between a password and a guesser.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import ipaddress
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from limits import parse
 from limits.aio.storage import MemoryStorage
@@ -270,10 +271,9 @@ class _InProcessCounts:
         return None
 
 
-# The same counting as `_InProcessCounts`, for all of a call's hits in one round trip
-# (a request's key and account quotas: one EVALSHA instead of four commands, which cost
-# a gateway node under load a fifth of its CPU, bench/scale.py). A script runs alone on
-# the server, so hits racing for the last room still cannot both get it.
+# The same counting as `_InProcessCounts`, for all of a call's hits in one script (a
+# request's key and account quotas: one EVALSHA instead of four commands). A script runs
+# alone on the server, so hits racing for the last room still cannot both get it.
 #   KEYS: each hit's current and previous window;
 #   ARGV: now, then each hit's cost, amount, period and expiry.
 # Several subjects' keys in one script is fine on one Redis server, not on a Redis
@@ -308,12 +308,14 @@ _REDIS_KEY_PREFIX = "LIMITS:"
 
 
 class _RedisCounts:
-    """Every node's counts, on Redis."""
+    """Every node's counts, on Redis: the calls made in one turn of the event loop sent
+    together, one pipeline of scripts, one round trip (under load a node counts many
+    requests a turn; each on its own was a fifth of the node's CPU in redis-py)."""
 
     def __init__(self, redis_url: str) -> None:
         import redis.asyncio  # the `redis` extra: only a gateway configured for Redis has it
 
-        # A blocking pool: under load a hit waits briefly for a connection instead of
+        # A blocking pool: under load a send waits briefly for a connection instead of
         # failing ("too many connections"), which would leave the quotas unenforced.
         # Retried on a fresh connection after a broken one: a script whose reply was
         # lost then counts twice, one call too strict, once, after a Redis restart.
@@ -324,24 +326,68 @@ class _RedisCounts:
             **reconnecting_options(),
         )
         self._client = redis.asyncio.Redis(connection_pool=self._pool)
-        self._script = self._client.register_script(_COUNT_SCRIPT)
+        self._script_sha = hashlib.sha1(_COUNT_SCRIPT.encode(), usedforsecurity=False).hexdigest()
+        self._waiting: list[_ScriptCall] = []
+        self._sends: set[asyncio.Task[None]] = set()
 
     async def count(self, hits: Sequence[_Hit], now: float) -> tuple[int, int, int] | None:
-        from redis.exceptions import RedisError
-
         keys: list[str] = []
         args: list[str | int] = [repr(now)]
         for hit in hits:
             keys.extend(_REDIS_KEY_PREFIX + key for key in _window_keys(hit, now))
             args += [hit.cost, hit.quota.amount, hit.quota.period_s, _expiry_s(hit.quota)]
-        try:
-            answer = await self._script(keys=keys, args=args)
-        except RedisError as exc:
-            raise CountsUnavailable(str(exc) or type(exc).__name__) from exc
+        loop = asyncio.get_running_loop()
+        call = _ScriptCall(keys, args, loop.create_future())
+        if not self._waiting:
+            loop.call_soon(self._send_waiting)
+        self._waiting.append(call)
+        answer = await call.reply
         index = int(answer[0])
         if index == 0:
             return None
         return index - 1, int(answer[1]), int(answer[2])
+
+    def _send_waiting(self) -> None:
+        calls, self._waiting = self._waiting, []
+        send = asyncio.create_task(self._send(calls))
+        self._sends.add(send)
+        send.add_done_callback(self._sends.discard)
+
+    async def _send(self, calls: list[_ScriptCall]) -> None:
+        from redis.exceptions import NoScriptError, RedisError
+
+        try:
+            answers = await self._run(calls)
+            missing = [i for i, answer in enumerate(answers) if isinstance(answer, NoScriptError)]
+            if missing:
+                # Redis restarted or flushed its scripts: a NOSCRIPT call counted
+                # nothing, so sending those again once the script is loaded counts each
+                # once.
+                await self._client.script_load(_COUNT_SCRIPT)
+                again = await self._run([calls[i] for i in missing])
+                for i, answer in zip(missing, again, strict=True):
+                    answers[i] = answer
+        except RedisError as exc:
+            answers = [exc] * len(calls)
+        except BaseException as exc:  # cancelled at shutdown: no caller waits forever
+            for call in calls:
+                if not call.reply.done():
+                    call.reply.set_exception(CountsUnavailable(type(exc).__name__))
+            raise
+        for call, answer in zip(calls, answers, strict=True):
+            if call.reply.done():  # its request was cancelled meanwhile
+                continue
+            if isinstance(answer, BaseException):
+                unavailable = CountsUnavailable(str(answer) or type(answer).__name__)
+                call.reply.set_exception(unavailable)
+            else:
+                call.reply.set_result(answer)
+
+    async def _run(self, calls: Sequence[_ScriptCall]) -> list[Any]:
+        async with self._client.pipeline(transaction=False) as pipe:
+            for call in calls:
+                pipe.evalsha(self._script_sha, len(call.keys), *call.keys, *call.args)
+            return list(await pipe.execute(raise_on_error=False))
 
     async def is_reachable(self) -> bool:
         try:
@@ -350,8 +396,18 @@ class _RedisCounts:
             return False
 
     async def close(self) -> None:
+        for send in list(self._sends):
+            send.cancel()
+        await asyncio.gather(*self._sends, return_exceptions=True)
         await self._client.aclose()
         await self._pool.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class _ScriptCall:
+    keys: list[str]
+    args: list[str | int]
+    reply: asyncio.Future[Any]
 
 
 def _window_key(quota: Quota, subject: str, window: int) -> str:
