@@ -5,16 +5,17 @@ The bench starts everything itself: a PostgreSQL database of its own per part on
 sqlite` (capacity and soak on one node only); gateway nodes (`rigway gateway`, each its
 own process, on that store and on Redis at `--redis-url`, sharing key files); a rig
 swarm (`python -m rigway.agent.swarm`, one process) linking rigs to the nodes' URLs;
-and, in this process, one HTTP client (httpx2, uvloop). `--parts` picks what runs
-(default capacity,forwarding,failover; the soak only when asked), all printed in one run:
+and, in this process, the load generator (uvloop; an agent per session, each on a
+keep-alive connection of its own through a lean client, bench/lean_http.py). `--parts`
+picks what runs (default all four), all printed in one run:
 
-- capacity: `--nodes` nodes, `--rigs` rigs, `--sessions` sessions spread over the
-  nodes' URLs, each observing `--rate` times a second on a fixed schedule for
-  `--seconds` seconds. It prints observe latency (p50/p95/p99), errors by status, the
-  requests per second achieved, the gateway processes' CPU per request, their resident
-  memory before and after, and how late the load generator started its requests (its
-  own CPU beside: a late, busy generator means the figures are its own, not the
-  gateway's).
+- capacity: for each of `--nodes` (default 1 and 3 nodes, a run each), `--rigs` rigs,
+  `--sessions` sessions spread over the nodes' URLs, each observing `--rate` times a
+  second on a fixed schedule for `--seconds` seconds. It prints observe latency
+  (p50/p95/p99), errors by status, the requests per second achieved, the gateway
+  processes' CPU per request, their resident memory before and after, and how late the
+  load generator started its requests (its own CPU beside: a late, busy generator means
+  the figures are its own, not the gateway's).
 - forwarding: two nodes, the rigs linked to the first; screenshots one at a time
   through the first (direct) and the second (forwarded to the first), alternating,
   `--forward-requests` each, for three cases: the swarm's canned JPEG (the host's
@@ -28,15 +29,17 @@ and, in this process, one HTTP client (httpx2, uvloop). `--parts` picks what run
   starts again at its address. p50/p95 of that time (the bar: 2 s p50), the sessions
   lost, and after every session is ended, `session.ended` events per ended session
   (the bar: exactly 1.00).
-- soak: the capacity load for `--soak-seconds` (600 by default), printing each step's
-  errors and resident memory, then the errors and the memory growth over the last
-  80 % of the run, 8 of 10 minutes (the bar: 0 errors, growth under 10 %).
+- soak: the capacity load on `--soak-nodes` nodes (1) for `--soak-seconds` (600 by
+  default), printing each step's errors and resident memory, then the errors and the
+  memory growth over the last 80 % of the run, 8 of 10 minutes (the bar: 0 errors,
+  growth under 10 %).
 
 Figures, never pass/fail. A node serves the sessions of the rigs it holds; with several
 nodes a session whose rig is held by another node needs forwarding between nodes.
 
-Run: .venv/bin/python -m bench.scale          (capacity 500 rigs/200 sessions/2/s/60 s,
-                                               forwarding, failover over 10 kills)
+Run: .venv/bin/python -m bench.scale          (capacity 500 rigs/200 sessions/2/s/60 s
+                                               on 1 and 3 nodes, forwarding, failover
+                                               over 10 kills, a 10-minute soak)
      .venv/bin/python -m bench.scale --parts capacity --rigs 50 --sessions 20 --seconds 10
      .venv/bin/python -m bench.scale --parts forwarding,failover
      .venv/bin/python -m bench.scale --parts soak --sessions 200 --soak-seconds 600
@@ -502,10 +505,14 @@ def _scratch_directory() -> Iterator[Path]:
 async def run(args: argparse.Namespace) -> None:
     parts = args.parts
     with _scratch_directory() as directory:
-        if "capacity" in parts or "soak" in parts:
-            (directory / "capacity").mkdir()
+        runs = [("capacity", count) for count in args.nodes] if "capacity" in parts else []
+        if "soak" in parts:
+            runs.append(("soak", args.soak_nodes))
+        for part, node_count in runs:
+            place = directory / f"{part}-{node_count}"
+            place.mkdir()
             async with bench_database(args.store, args.postgres_url, directory) as database_url:
-                await run_capacity(args, directory / "capacity", database_url)
+                await run_capacity(args, place, database_url, node_count, part)
         # Several nodes: always PostgreSQL and Redis.
         for part, run_part in (("forwarding", run_forwarding), ("failover", run_failover)):
             if part in parts:
@@ -514,12 +521,15 @@ async def run(args: argparse.Namespace) -> None:
                     await run_part(args, directory / part, url)
 
 
-async def run_capacity(args: argparse.Namespace, directory: Path, database_url: str) -> None:
+async def run_capacity(
+    args: argparse.Namespace, directory: Path, database_url: str, node_count: int, part: str
+) -> None:
+    """The load on `node_count` nodes: the capacity run, or the soak (`part`)."""
     # A node on SQLite is a node alone: Redis is for several.
     redis_url = args.redis_url if args.store == "postgres" and args.redis_url else None
     deployment = Deployment.make(directory, database_url, redis_url)
     started = time.perf_counter()
-    async with gateway_nodes(deployment, args.nodes) as nodes:
+    async with gateway_nodes(deployment, node_count) as nodes:
         print(f"set-up: nodes ready in {time.perf_counter() - started:.1f} s", flush=True)
         urls = [node.base_url for node in nodes]
         started = time.perf_counter()
@@ -529,11 +539,12 @@ async def run_capacity(args: argparse.Namespace, directory: Path, database_url: 
         started = time.perf_counter()
         async with rig_swarm(directory, urls, seeded.rig_tokens) as swarm:
             print(f"set-up: rigs linked in {time.perf_counter() - started:.1f} s")
-            await _load(args, nodes, urls, seeded, swarm, rss_unlinked, redis_url)
+            await _load(args, part, nodes, urls, seeded, swarm, rss_unlinked, redis_url)
 
 
 async def _load(
     args: argparse.Namespace,
+    part: str,
     nodes: Sequence[Node],
     urls: Sequence[str],
     seeded: Seeded,
@@ -577,7 +588,7 @@ async def _load(
             await observe_for(agents, args.rate, min(3.0, args.seconds), args.image, Load())
             rss_before = _rss_mib(nodes)
             print(f"  gateway resident memory: {_mib(rss_before)} linked, sessions open")
-            if "capacity" in args.parts:
+            if part == "capacity":
                 load = Load()
                 before = Window.now(nodes, swarm)
                 await observe_for(agents, args.rate, args.seconds, args.image, load)
@@ -585,7 +596,7 @@ async def _load(
                 print_load(f"capacity: {args.seconds:g} s", load, before, after, idle_cpu)
                 print(f"  gateway resident memory: {_mib(_rss_mib(nodes))} after")
                 print(f"machine: load average {os.getloadavg()[0]:.2f} (1 min) at the end")
-            if "soak" in args.parts:
+            else:
                 await _soak(args, nodes, swarm, agents, idle_cpu)
         finally:
             for agent in agents:
@@ -993,7 +1004,7 @@ async def _ended_events(database_url: str, session_ids: list[str]) -> dict[str, 
 
 
 PARTS = ("capacity", "forwarding", "failover", "soak")
-DEFAULT_PARTS = "capacity,forwarding,failover"
+DEFAULT_PARTS = "capacity,forwarding,failover,soak"
 SOAK_GROWTH_BAR_PERCENT = 10.0
 
 
@@ -1003,6 +1014,16 @@ def _parts(text: str) -> list[str]:
     if unknown or not parts:
         raise argparse.ArgumentTypeError(f"parts are among {', '.join(PARTS)}; got {text!r}")
     return parts
+
+
+def _node_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(count) for count in text.split(","))
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"node counts are whole numbers >= 1; got {text!r}")
+    return counts
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -1027,7 +1048,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--idle-seconds", type=float, default=5.0, help="the window measuring idle links' CPU"
     )
     capacity.add_argument("--image", type=int, choices=(0, 1), default=1, help="observe's image")
-    capacity.add_argument("--nodes", type=int, default=1)
+    capacity.add_argument(
+        "--nodes", type=_node_counts, default=(1, 3),
+        help="the capacity run's node counts, comma-separated, each a run (default 1,3)",
+    )  # fmt: skip
+    capacity.add_argument("--soak-nodes", type=int, default=1, help="the soak's node count")
     capacity.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
     forwarding = parser.add_argument_group("forwarded against direct")
     forwarding.add_argument(
@@ -1053,9 +1078,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.sessions > args.rigs:
         parser.error("--sessions cannot exceed --rigs (one session per rig)")
     wants_several = {"forwarding", "failover"} & set(args.parts)
-    if (args.nodes > 1 or wants_several) and not args.redis_url:
-        parser.error("several nodes (--nodes > 1, forwarding, failover) need --redis-url")
-    if args.nodes > 1 and args.store == "sqlite":
+    counts = (args.nodes if "capacity" in args.parts else ()) + (
+        (args.soak_nodes,) if "soak" in args.parts else ()
+    )
+    most_nodes = max(counts, default=1)
+    if (most_nodes > 1 or wants_several) and not args.redis_url:
+        parser.error("several nodes (--nodes, --soak-nodes, forwarding, failover) need --redis-url")
+    if most_nodes > 1 and args.store == "sqlite":
         parser.error("several nodes need --store postgres")
     if args.failover_nodes < 2:
         parser.error("--failover-nodes: at least 2 (one is killed)")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench.scale import parse_args
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 POSTGRES_SERVER_URL = os.environ.get(
@@ -22,6 +23,14 @@ REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 RUN_TIMEOUT_S = 240
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(RUN_TIMEOUT_S + 30)]
+
+
+def test_one_run_measures_everything_by_default() -> None:
+    default = parse_args([])
+    assert default.parts == ["capacity", "forwarding", "failover", "soak"]
+    assert default.nodes == (1, 3)
+    assert (default.soak_nodes, default.soak_seconds) == (1, 600.0)
+    assert parse_args(["--parts", "capacity", "--nodes", "2,4"]).nodes == (2, 4)
 
 
 async def _bench(*flags: str) -> str:
@@ -38,8 +47,8 @@ async def _bench(*flags: str) -> str:
 
 async def test_a_tiny_capacity_run_on_postgresql_and_redis_prints_every_figure() -> None:
     output = await _bench(
-        "--parts", "capacity", "--rigs", "6", "--sessions", "3", "--rate", "4", "--seconds", "2",
-        "--idle-seconds", "0.5",
+        "--parts", "capacity", "--nodes", "1", "--rigs", "6", "--sessions", "3", "--rate", "4",
+        "--seconds", "2", "--idle-seconds", "0.5",
         "--postgres-url", POSTGRES_SERVER_URL, "--redis-url", REDIS_URL,
     )  # fmt: skip
 
