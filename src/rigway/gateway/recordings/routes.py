@@ -6,6 +6,14 @@ GET /console/sessions/{id}/recording                     the replay page
 GET /console/sessions/{id}/recording.zip                 the zip, for the owner's browser
 GET /console/sessions/{id}/recording/steps.json          its steps
 GET /console/sessions/{id}/recording/frames/{seq}.jpg    a step's frame
+
+Recordings are in the store, so any node serves them. But the holder of a running
+session's rig may still hold its latest steps in its recorder's queue, which only it can
+write out before a read: the replay page and its steps of such a session are served by
+that node (`ForwardToHolder`, the signed-in user with them), so the owner sees what the
+holder does. A frame is in the store once its step is listed; the archives are read
+where they are asked for (too large to cross the peer link in one answer), and get
+another node's last steps a moment after it queued them.
 """
 
 from __future__ import annotations
@@ -92,7 +100,8 @@ def _zip_response(session_id: str, chunks: AsyncIterator[bytes]) -> Response:
 @console_router.get("/sessions/{session_id}/recording")
 async def replay_page(request: Request, session_id: str, user: SignedInUser) -> Response:
     services = services_of(request)
-    session = await services.sessions.get(user.account_id, session_id)  # 404 if not ours
+    # 404 if not ours; the node serving it answers when that is another.
+    session = await services.sessions.get_anywhere(user.account_id, session_id)
     steps = await _recordings(request).steps(user.account_id, session_id)
     return render(request, "recording.html", user=user, session=session, step_count=len(steps))
 
@@ -105,6 +114,8 @@ async def replay_download(request: Request, session_id: str, user: SignedInUser)
 
 @console_router.get("/sessions/{session_id}/recording/steps.json")
 async def replay_steps(request: Request, session_id: str, user: SignedInUser) -> Response:
+    # The node serving the session answers when that is another (its queued steps).
+    await services_of(request).sessions.get_anywhere(user.account_id, session_id)
     steps = await _recordings(request).steps(user.account_id, session_id)
     return JSONResponse({"session_id": session_id, "steps": steps})
 

@@ -19,6 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from rigway.gateway.auth.dependencies import ApiCaller
 from rigway.gateway.cluster.socket_relay import is_relayed, relay_socket
 from rigway.gateway.console.session import SignInRequired, require_signed_in
+from rigway.gateway.errors import NotFound, ServiceUnavailable, SessionEnded
 from rigway.gateway.errors_openapi import error_responses
 from rigway.gateway.path_parameters import SessionId
 from rigway.gateway.services import services_of
@@ -111,9 +112,14 @@ async def console_view(request: Request, session_id: str) -> Response:
     except SignInRequired:
         return RedirectResponse("/console/sign-in", status_code=303)
     services = services_of(request)
-    live = services.sessions.live.get(session_id)
-    if live is None or live.account_id != user.account_id:
+    try:
+        # A session another node serves: that node issues the link (`ForwardToHolder`),
+        # which the browser opens here; its signaling socket is relayed there.
+        live = await services.sessions.require_live(user.account_id, session_id)
+    except (NotFound, SessionEnded):
         return _PAGE.message(404, "There is no such live session.")
+    except ServiceUnavailable:
+        return _PAGE.message(503, "The session's rig is not linked now: try again shortly.")
     issued = services.stream.issue(live)
     return RedirectResponse(
         f"/v1/stream/view?token={issued.token}",
