@@ -77,6 +77,11 @@ class ForwardToHolder(Exception):
         self.session_id = session_id
 
 
+class HolderUnreachable(ServiceUnavailable):
+    """The node holding the rig could not be reached (or dropped the link mid-request):
+    it may be dead, its lease not yet run out."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConsoleUser:
     """A console user as the node the request reached verified them; `token` is their
@@ -152,7 +157,7 @@ async def forward(
             raise HostTimeout("the node holding the rig did not answer in time") from exc
         except PeerUnavailableError as exc:
             observe(time.perf_counter() - started, "unavailable")
-            raise ServiceUnavailable("the node holding the rig cannot be reached; retry") from exc
+            raise HolderUnreachable("the node holding the rig cannot be reached; retry") from exc
         held = answer.status != NOT_HELD_HERE
         observe(time.perf_counter() - started, "ok" if held else "not_held_here")
         if held:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from starlette.responses import Response
 
 from rigway.gateway.auth.api_key_auth import ApiPrincipal
 from rigway.gateway.auth.console import AnyCaller, ConsoleCaller
 from rigway.gateway.auth.dependencies import ApiCaller
-from rigway.gateway.cluster.forwarding import is_forwarded
+from rigway.gateway.cluster.forwarding import (
+    ForwardToHolder,
+    HolderUnreachable,
+    forward,
+    is_forwarded,
+)
 from rigway.gateway.cluster.node_lists import as_their_nodes_see_them
 from rigway.gateway.errors_openapi import error_responses, session_start_error_responses
 from rigway.gateway.path_parameters import SessionId
@@ -99,10 +105,26 @@ async def get_session(request: Request, session_id: SessionId, caller: ApiCaller
     return await services_of(request).sessions.get_anywhere(caller.account_id, session_id)
 
 
-async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionOut:
+async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionOut | Response:
     caller.require("sessions")
-    sessions = services_of(request).sessions
-    return await sessions.end_for_account(caller.account_id, session_id, "client")
+    services = services_of(request)
+    sessions = services.sessions
+    try:
+        return await sessions.end_for_account(caller.account_id, session_id, "client")
+    except ForwardToHolder as signal:
+        try:
+            return await forward(
+                request,
+                signal,
+                services.peers,
+                services.ownership.holder_url,
+                services.metrics.observe_forward,
+            )
+        except HolderUnreachable:
+            # Its holder died and its lease has yet to run out. The end is the store's
+            # to make, once, as an unpair's is: the holder, alive after all, hears of it
+            # and stops; its host gets the safety restore when it links again.
+            return sessions.view(await sessions.end(session_id, "client"))
 
 
 @router.delete(
@@ -111,7 +133,9 @@ async def _end(request: Request, session_id: str, caller: ApiCaller) -> SessionO
     summary="End a session",
     responses=error_responses(401, 403, 404, 429),
 )
-async def delete_session(request: Request, session_id: SessionId, caller: ApiCaller) -> SessionOut:
+async def delete_session(
+    request: Request, session_id: SessionId, caller: ApiCaller
+) -> SessionOut | Response:
     """Ends the session (reason `client`) and answers with the final Session, after the
     host's safety restore: held keys and buttons released, launched apps killed, their
     windows closed (bounded by 10 s). Idempotent: an ended session is returned
@@ -125,7 +149,9 @@ async def delete_session(request: Request, session_id: SessionId, caller: ApiCal
     summary="End a session (POST form)",
     responses=error_responses(401, 403, 404, 429),
 )
-async def end_session(request: Request, session_id: SessionId, caller: ApiCaller) -> SessionOut:
+async def end_session(
+    request: Request, session_id: SessionId, caller: ApiCaller
+) -> SessionOut | Response:
     """The same operation as `DELETE /v1/sessions/{session_id}`, for clients that cannot
     send DELETE."""
     return await _end(request, session_id, caller)
