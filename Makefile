@@ -41,7 +41,7 @@ typecheck: setup
 # coverage of src/: the report lists what no test runs, and the run fails under the floor
 # set in pyproject.toml ([tool.coverage.report] fail_under).
 unit: setup
-	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q --cov --durations=25
+	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q -n auto --dist loadfile --cov --durations=25
 
 # The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one: every
 # module of tests/gateway and tests/e2e whose tests touch the store (the database_url
@@ -51,7 +51,7 @@ unit: setup
 # host's and the API's, the same on either store; CI's time is near its limit).
 unit-postgres: setup
 	@if [ -n "$${RIGWAY_TEST_DATABASE_URL:-}" ]; then \
-	  .venv/bin/pytest -q --durations=15 -m 'postgres and not x11' tests/gateway tests/e2e \
+	  .venv/bin/pytest -q -n auto --dist loadfile --durations=15 -m 'postgres and not x11' tests/gateway tests/e2e \
 	    --deselect tests/e2e/test_schemathesis.py; \
 	else echo "RIGWAY_TEST_DATABASE_URL is unset: PostgreSQL run skipped"; fi
 
