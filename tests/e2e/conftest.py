@@ -1,9 +1,11 @@
 """The running stack as a fixture: one sim rig, API enabled (or no rig, for a host
 driven by hand); a fake clock for stacks that move time themselves; and the x11 rig (an
-Xvfb desktop, its backend, a session on it) for the x11 modules."""
+Xvfb desktop, its backend, a session on it) for the x11 modules; nodes of one service
+(one PostgreSQL store, one Redis, the same key files) for the multi-node modules."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,8 +13,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rigway.gateway.clock import FakeClock
-from tests.e2e.harness import QUICK_AGENT, Stack, running_stack
+from tests.e2e.harness import (
+    QUICK_AGENT,
+    NodeFactory,
+    Stack,
+    nodes_of_one_service,
+    running_stack,
+)
 from tests.support.databases import scratch_postgres_database
+
+REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 if TYPE_CHECKING:
     from rigway.agent.backends.x11 import X11Desktop
@@ -94,3 +104,9 @@ async def shared_store_url() -> AsyncIterator[str]:
     tests run on it always, and once per CI run."""
     async with scratch_postgres_database() as url:
         yield url
+
+
+@pytest.fixture
+def node(tmp_path: Path, shared_store_url: str) -> NodeFactory:
+    """Makes nodes of one service (one store, one Redis, the same key files)."""
+    return nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)

@@ -11,26 +11,16 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from pathlib import Path
-
-import pytest
 
 from rigway.gateway.cluster.ownership import RedisOwnership
 from tests.e2e.harness import (
     NodeFactory,
     client_of,
-    nodes_of_one_service,
     session_ended_events,
     wait_for_holder,
 )
 
 REDIS_URL = os.environ.get("RIGWAY_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-
-
-@pytest.fixture
-def node(tmp_path: Path, shared_store_url: str) -> NodeFactory:
-    """Makes nodes of one service (one store, one Redis, the same key files)."""
-    return nodes_of_one_service(tmp_path, shared_store_url, REDIS_URL)
 
 
 @contextlib.asynccontextmanager
