@@ -68,7 +68,8 @@ def test_the_stack_lists_frames_topmost_first_with_their_clients_owner_and_the_f
     first = apps.launch(["zenity", "--info", "--title=Below", "--text=1"])
     stack_of = _stack_waiting_for(x11_backend, {first.pid})
     second = apps.launch(["zenity", "--info", "--title=Above", "--text=2"])
-    stack_of = _stack_waiting_for(x11_backend, {first.pid, second.pid})
+    # Mapped, then raised and focused by the window manager: wait for both, not the map.
+    stack_of = _stack_waiting_for(x11_backend, {first.pid, second.pid}, focused=second.pid)
 
     ours = [w for w in stack_of if w.pid in {first.pid, second.pid}]
     assert [w.pid for w in ours] == [second.pid, first.pid]  # the newer one on top
@@ -85,10 +86,18 @@ def test_the_stack_lists_frames_topmost_first_with_their_clients_owner_and_the_f
             assert (window.rect.w, window.rect.h) == (geometry.width, geometry.height)
 
 
-def _stack_waiting_for(backend: X11Desktop, pids: set[int]) -> list[StackedWindow]:
+def _stack_waiting_for(
+    backend: X11Desktop, pids: set[int], focused: int | None = None
+) -> list[StackedWindow]:
+    """The stack once every one of `pids` shows a window (and `focused`'s is the topmost
+    of theirs, with the focus)."""
+
     def probe() -> list[StackedWindow] | None:
         stack = backend.window_stack()
-        shown = {w.pid for w in stack if not w.is_popup}
-        return stack if pids <= shown else None
+        theirs = [w for w in stack if w.pid in pids and not w.is_popup]
+        if not pids <= {w.pid for w in theirs}:
+            return None
+        settled = focused is None or (theirs[0].pid == focused and theirs[0].has_focus)
+        return stack if settled else None
 
     return wait_until(probe, timeout_s=15.0, message=f"windows of {sorted(pids)}")
