@@ -40,12 +40,8 @@ typecheck: setup
 # On SQLite (the default store), whatever RIGWAY_TEST_DATABASE_URL says, with line
 # coverage of src/: the report lists what no test runs, and the run fails under the floor
 # set in pyproject.toml ([tool.coverage.report] fail_under).
-# Browser tests (Chromium, and WebRTC for the live view and takeover) run after the rest,
-# on their own: beside another test worker the media's connection checks can time out.
 unit: setup
-	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q -n auto --dist loadfile -m 'not browser' \
-	  --cov --cov-report= --cov-fail-under=0 --durations=25
-	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q -m browser --cov --cov-append
+	env -u RIGWAY_TEST_DATABASE_URL .venv/bin/pytest -q --cov --durations=25
 
 # The store's tests again on PostgreSQL, when RIGWAY_TEST_DATABASE_URL names one: every
 # module of tests/gateway and tests/e2e whose tests touch the store (the database_url
@@ -55,7 +51,7 @@ unit: setup
 # host's and the API's, the same on either store; CI's time is near its limit).
 unit-postgres: setup
 	@if [ -n "$${RIGWAY_TEST_DATABASE_URL:-}" ]; then \
-	  .venv/bin/pytest -q -n auto --dist loadfile --durations=15 -m 'postgres and not x11' tests/gateway tests/e2e \
+	  .venv/bin/pytest -q --durations=15 -m 'postgres and not x11' tests/gateway tests/e2e \
 	    --deselect tests/e2e/test_schemathesis.py; \
 	else echo "RIGWAY_TEST_DATABASE_URL is unset: PostgreSQL run skipped"; fi
 
